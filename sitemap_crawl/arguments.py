@@ -1,0 +1,100 @@
+"""Spider arguments: parsing, validation and the one-line error a user sees."""
+
+from __future__ import annotations
+
+import logging
+import re
+from urllib.parse import urlsplit
+
+logger = logging.getLogger("sitemap_crawl")
+
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
+
+
+class SpiderArgumentError(ValueError):
+    """A spider argument is missing or wrong; the crawl stops before it starts."""
+
+
+def parse_bool(name: str, value: object, default: bool) -> bool:
+    """true/false/1/0/yes/no (any case) as a bool."""
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise SpiderArgumentError(f"{name}={value!r} is not a boolean (use true/false, 1/0 or yes/no)")
+
+
+def parse_list(value: object) -> list[str]:
+    """A comma-separated string (or a list) as a list of stripped, non-empty items."""
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else [str(item) for item in value]  # type: ignore[attr-defined]
+    return [item.strip() for item in items if item.strip()]
+
+
+def parse_regex(name: str, value: object) -> re.Pattern[str] | None:
+    """A compiled regex, or None when not given."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, re.Pattern):
+        return value
+    try:
+        return re.compile(str(value))
+    except re.error as exc:
+        raise SpiderArgumentError(f"{name}={value!r} is not a valid regular expression: {exc}") from None
+
+
+def parse_homepage(value: object, normalize: bool) -> str:
+    """An http(s) homepage URL, reduced to scheme://host[:port]/ when ``normalize``."""
+    text = str(value).strip()
+    parts = urlsplit(text)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise SpiderArgumentError(f"homepage={text!r} is not an http(s) URL (example: https://www.example.org/)")
+    scheme = parts.scheme.lower()
+    if normalize:
+        return f"{scheme}://{parts.netloc.lower()}/"
+    path = parts.path or "/"
+    if not path.endswith("/"):
+        path += "/"
+    return f"{scheme}://{parts.netloc.lower()}{path}"
+
+
+def parse_sitemap_urls(value: object) -> list[str]:
+    """Start sitemap URLs (http, https or file)."""
+    urls = parse_list(value)
+    for url in urls:
+        scheme = urlsplit(url).scheme.lower()
+        if scheme not in ("http", "https", "file"):
+            raise SpiderArgumentError(f"sitemap_urls: {url!r} is not an http, https or file URL")
+    return urls
+
+
+class _HideArgumentErrorTracebacks(logging.Filter):
+    """Drop the traceback Scrapy/asyncio would log for a SpiderArgumentError.
+
+    The error itself has already been logged on one line by the spider.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is None:
+            failure = getattr(record, "failure", None)
+            error = getattr(failure, "value", None)
+        return not isinstance(error, SpiderArgumentError)
+
+
+_FILTER = _HideArgumentErrorTracebacks()
+
+
+def install_traceback_filter() -> None:
+    """Install the filter on the loggers that report a failed crawl start."""
+    for name in ("asyncio", "twisted", "scrapy.crawler", "scrapy.utils.log", ""):
+        target = logging.getLogger(name)
+        if _FILTER not in target.filters:
+            target.addFilter(_FILTER)

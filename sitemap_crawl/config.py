@@ -1,0 +1,83 @@
+"""Setting names and defaults of sitemap_crawl (all prefixed SITEMAP_CRAWL_)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sitemap_crawl.parsing import Limits
+from sitemap_crawl.parsing.reader import DEFAULT_MAX_SIZE, PROTOCOL_MAX_CHILDREN
+
+DEFAULT_KNOWN_PATHS: tuple[str, ...] = (
+    "sitemap.xml",
+    "sitemap.xml.gz",
+    "sitemap_index.xml",
+    "sitemap-index.xml",
+    "sitemap_index.xml.gz",
+    "sitemap-index.xml.gz",
+    ".sitemap.xml",
+    "sitemap",
+    "admin/config/search/xmlsitemap",
+    "sitemap/sitemap-index.xml",
+    "sitemap_news.xml",
+    "sitemap-news.xml",
+    "sitemap_news.xml.gz",
+    "sitemap-news.xml.gz",
+)
+"""Well-known sitemap paths, probed in this order after robots.txt."""
+
+DEFAULTS: dict[str, Any] = {
+    "SITEMAP_CRAWL_TREE_FILE": None,
+    "SITEMAP_CRAWL_MAX_DEPTH": 10,
+    "SITEMAP_CRAWL_MAX_SIZE": DEFAULT_MAX_SIZE,
+    "SITEMAP_CRAWL_KNOWN_PATHS": list(DEFAULT_KNOWN_PATHS),
+    "SITEMAP_CRAWL_MAX_INDEX_CHILDREN": PROTOCOL_MAX_CHILDREN,
+    "SITEMAP_CRAWL_BATCH_SIZE": 1000,
+    "SITEMAP_CRAWL_TREE_LOG_LINES": 200,
+}
+"""Every SITEMAP_CRAWL_* setting and its default."""
+
+
+class SettingsReader:
+    """Typed access to the SITEMAP_CRAWL_* settings of a crawler (defaults filled in)."""
+
+    def __init__(self, settings: Any) -> None:
+        self._settings = settings
+
+    def _get(self, name: str) -> Any:
+        value = self._settings.get(name)
+        return DEFAULTS[name] if value is None else value
+
+    @property
+    def tree_file(self) -> str | None:
+        value = self._settings.get("SITEMAP_CRAWL_TREE_FILE")
+        return str(value) if value else None
+
+    @property
+    def max_depth(self) -> int:
+        return int(self._get("SITEMAP_CRAWL_MAX_DEPTH"))
+
+    @property
+    def max_size(self) -> int:
+        return int(self._get("SITEMAP_CRAWL_MAX_SIZE"))
+
+    @property
+    def known_paths(self) -> list[str]:
+        value = self._get("SITEMAP_CRAWL_KNOWN_PATHS")
+        if isinstance(value, str):
+            value = value.split(",")
+        return [path.strip() for path in value if path.strip()]
+
+    @property
+    def batch_size(self) -> int:
+        return max(0, int(self._get("SITEMAP_CRAWL_BATCH_SIZE")))
+
+    @property
+    def tree_log_lines(self) -> int:
+        return int(self._get("SITEMAP_CRAWL_TREE_LOG_LINES"))
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            max_size=self.max_size,
+            max_index_children=int(self._get("SITEMAP_CRAWL_MAX_INDEX_CHILDREN")),
+        )

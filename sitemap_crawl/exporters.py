@@ -1,0 +1,168 @@
+"""Feed exporters that write one row per page, whether pages come alone or in batches.
+
+They are Scrapy's own CSV, JSON, JSON lines and XML exporters with a fast path
+for sitemap_crawl items: a :class:`PageBatch` becomes one row per page, tree
+node items are not exported, every other item is exported as Scrapy would.
+In CSV the nested page fields (news, images, videos, alternates) are JSON
+texts, empty cells when empty; the other formats keep the nesting.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+from xml.sax.xmlreader import AttributesImpl
+
+from scrapy.exporters import (
+    BaseItemExporter,
+    CsvItemExporter,
+    JsonItemExporter,
+    JsonLinesItemExporter,
+    XmlItemExporter,
+)
+
+from sitemap_crawl.items import NESTED_PAGE_FIELDS, PAGE_FIELDS, PageBatch, SitemapNodeItem, SitemapPage
+
+_NO_ATTRIBUTES = AttributesImpl({})
+
+
+def iter_pages(item: Any) -> Iterator[SitemapPage] | None:
+    """The pages an item carries, or None when it is not a page or a batch."""
+    if isinstance(item, PageBatch):
+        return iter(item.pages)
+    if isinstance(item, SitemapPage):
+        return iter((item,))
+    return None
+
+
+class _PageRows:
+    """What the four exporters share: which page fields go out, under which names."""
+
+    fields_to_export: Any
+
+    def _page_columns(self) -> list[tuple[str, str]]:
+        columns = getattr(self, "_columns", None)
+        if columns is None:
+            wanted = self.fields_to_export
+            if not wanted:
+                columns = [(name, name) for name in PAGE_FIELDS]
+            elif isinstance(wanted, Mapping):
+                columns = [(name, str(output)) for name, output in wanted.items() if name in PAGE_FIELDS]
+            else:
+                columns = [(name, name) for name in wanted if name in PAGE_FIELDS]
+            self._columns = columns
+        return columns
+
+    def _page_dict(self, page: SitemapPage) -> dict[str, Any]:
+        values = page.to_dict()
+        columns = self._page_columns()
+        if len(columns) == len(PAGE_FIELDS) and all(name == output for name, output in columns):
+            return values
+        return {output: values[name] for name, output in columns}
+
+
+class JsonLinesPageExporter(_PageRows, JsonLinesItemExporter):
+    """JSON lines: one object per page."""
+
+    def export_item(self, item: Any) -> None:
+        pages = iter_pages(item)
+        if pages is None:
+            if not isinstance(item, SitemapNodeItem):
+                super().export_item(item)
+            return
+        encode = self.encoder.encode
+        lines = [encode(self._page_dict(page)) for page in pages]
+        if lines:
+            self.file.write(("\n".join(lines) + "\n").encode(self.encoding or "utf-8"))
+
+
+class JsonPageExporter(_PageRows, JsonItemExporter):
+    """JSON: an array with one object per page."""
+
+    def export_item(self, item: Any) -> None:
+        pages = iter_pages(item)
+        if pages is None:
+            if not isinstance(item, SitemapNodeItem):
+                super().export_item(item)
+            return
+        encoding = self.encoding or "utf-8"
+        for page in pages:
+            data = self.encoder.encode(self._page_dict(page)).encode(encoding)
+            self._add_comma_after_first()
+            self.file.write(data)
+
+
+class XmlPageExporter(_PageRows, XmlItemExporter):
+    """XML: one ``<item>`` per page; nested fields become nested elements, null an empty element."""
+
+    def export_item(self, item: Any) -> None:
+        pages = iter_pages(item)
+        if pages is None:
+            if not isinstance(item, SitemapNodeItem):
+                super().export_item(item)
+            return
+        for page in pages:
+            self._export_page(self._page_dict(page))
+
+    def _export_page(self, values: dict[str, Any]) -> None:
+        self._beautify_indent(depth=1)
+        self.xg.startElement(self.item_element, _NO_ATTRIBUTES)
+        self._beautify_newline()
+        for name, value in values.items():
+            self._export_xml_field(name, _without_nulls(value), depth=2)
+        self._beautify_indent(depth=1)
+        self.xg.endElement(self.item_element)
+        self._beautify_newline(new_item=True)
+
+
+class CsvPageExporter(_PageRows, CsvItemExporter):
+    """CSV: one row per page; nested fields as JSON text, empty cell when empty."""
+
+    def export_item(self, item: Any) -> None:
+        pages = iter_pages(item)
+        if pages is None:
+            if not isinstance(item, SitemapNodeItem):
+                super().export_item(item)
+            return
+        columns = self._page_columns()
+        if self._headers_not_written:
+            self._headers_not_written = False
+            if self.include_headers_line:
+                self.csv_writer.writerow([output for _name, output in columns])
+        names = [name for name, _output in columns]
+        self.csv_writer.writerows(_csv_row(page.to_dict(), names) for page in pages)
+
+
+def _csv_row(values: dict[str, Any], names: Iterable[str]) -> list[Any]:
+    row: list[Any] = []
+    for name in names:
+        value = values[name]
+        if name in NESTED_PAGE_FIELDS:
+            row.append(json.dumps(value, ensure_ascii=False) if value else "")
+        else:
+            row.append("" if value is None else value)
+    return row
+
+
+def _without_nulls(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return {key: _without_nulls(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_without_nulls(inner) for inner in value]
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+EXPORTERS: dict[str, type[BaseItemExporter]] = {
+    "csv": CsvPageExporter,
+    "json": JsonPageExporter,
+    "jsonlines": JsonLinesPageExporter,
+    "jsonl": JsonLinesPageExporter,
+    "jl": JsonLinesPageExporter,
+    "xml": XmlPageExporter,
+}
+"""Feed format → page-aware exporter, as FEED_EXPORTERS expects (paths built in wiring)."""

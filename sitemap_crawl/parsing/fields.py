@@ -1,0 +1,141 @@
+"""Normalisation of single sitemap field values (dates, priority, change frequency, URLs)."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import date, datetime
+from email.utils import parsedate_to_datetime
+from functools import lru_cache
+from urllib.parse import urljoin
+
+CHANGE_FREQUENCIES = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
+DEFAULT_PRIORITY = 0.5
+
+_REDUCED_PRECISION_DATE = re.compile(r"\d{4}(-\d{2})?")
+_SPACE_BEFORE_OFFSET = re.compile(r"\s+(?=[+-]\d{2}:?\d{2}$|Z$)")
+_INNER_WHITESPACE = re.compile(r"\s")
+
+
+@lru_cache(maxsize=8192)
+def normalize_date(text: str | None) -> str | None:
+    """Return an ISO 8601 form of a W3C datetime or RFC 822 date, or None.
+
+    A date stays a date (``2024-05-01``), a datetime keeps its UTC offset when it
+    has one (``Z`` becomes ``+00:00``), a year or year-month stays as written.
+    """
+    if text is None:
+        return None
+    value = text.strip()
+    if not value or len(value) > 64:
+        return None
+    if len(value) == 10:
+        try:
+            return date.fromisoformat(value).isoformat()
+        except ValueError:
+            return None
+    if value[0].isdigit():
+        if _REDUCED_PRECISION_DATE.fullmatch(value):
+            return value
+        candidate = _SPACE_BEFORE_OFFSET.sub("", value)
+        try:
+            return datetime.fromisoformat(candidate).isoformat()
+        except ValueError:
+            pass
+    try:
+        return parsedate_to_datetime(value).isoformat()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+@lru_cache(maxsize=1024)
+def normalize_priority(text: str | None) -> float:
+    """Priority as a float in [0, 1]; missing or invalid values give 0.5."""
+    if text is None:
+        return DEFAULT_PRIORITY
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return DEFAULT_PRIORITY
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        return DEFAULT_PRIORITY
+    return value
+
+
+def normalize_change_frequency(text: str | None) -> str | None:
+    """One of the protocol's change frequencies (case-insensitive), or None."""
+    if text is None:
+        return None
+    value = text.strip().lower()
+    return value if value in CHANGE_FREQUENCIES else None
+
+
+def clean_text(text: str | None) -> str | None:
+    """Stripped text, or None when empty."""
+    if text is None:
+        return None
+    value = text.strip()
+    return value or None
+
+
+def split_list(text: str | None) -> list[str]:
+    """Comma-separated list (news genres, keywords, stock tickers) as stripped items."""
+    if not text:
+        return []
+    return [item for item in (part.strip() for part in text.split(",")) if item]
+
+
+def parse_duration(text: str | None) -> int | None:
+    """Video duration in whole seconds, or None."""
+    if text is None:
+        return None
+    try:
+        value = int(float(text.strip()))
+    except (ValueError, OverflowError):
+        return None
+    return value if value >= 0 else None
+
+
+def parse_yes_no(text: str | None) -> bool | None:
+    """``yes``/``no`` (also true/false, 1/0) as a bool, or None."""
+    if text is None:
+        return None
+    value = text.strip().lower()
+    if value in ("yes", "true", "1"):
+        return True
+    if value in ("no", "false", "0"):
+        return False
+    return None
+
+
+def resolve_url(text: str | None, base_url: str) -> str | None:
+    """An absolute http(s) URL from a loc/href value, resolved against ``base_url``.
+
+    Whitespace around the value is dropped, whitespace inside it is percent-encoded
+    and a capitalised scheme is lowered.
+    Values that do not resolve to http or https (``javascript:``, ``mailto:``,
+    empty) give None.
+    """
+    if text is None:
+        return None
+    value = text.strip()
+    if not value:
+        return None
+    head = value[:8].lower()
+    if head.startswith("https://") or head.startswith("http://"):
+        if not (value.startswith("http://") or value.startswith("https://")):
+            scheme, _, rest = value.partition(":")
+            value = scheme.lower() + ":" + rest
+        if _INNER_WHITESPACE.search(value):
+            value = _quote_whitespace(value)
+        return value
+    if _INNER_WHITESPACE.search(value):
+        value = _quote_whitespace(value)
+    resolved = urljoin(base_url, value)
+    if resolved.startswith("http://") or resolved.startswith("https://"):
+        return resolved
+    return None
+
+
+def _quote_whitespace(value: str) -> str:
+    return _INNER_WHITESPACE.sub(lambda match: f"%{ord(match.group()):02X}", value)

@@ -1,0 +1,163 @@
+"""Byte streams of a sitemap body: chunking, capped gzip decompression, sniffing."""
+
+from __future__ import annotations
+
+import codecs
+import zlib
+from collections.abc import Iterator
+from enum import Enum
+
+GZIP_MAGIC = b"\x1f\x8b"
+CHUNK_SIZE = 1 << 20
+_SNIFF_SIZE = 1024
+_WHITESPACE = b" \t\r\n\x0c"
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+_UTF32_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
+
+
+class StreamError(Exception):
+    """The body could not be read to its end; ``reason`` is the tree error text."""
+
+    reason = "parse error"
+
+
+class SizeLimitExceeded(StreamError):
+    """More decompressed bytes than the size cap allows."""
+
+    reason = "size limit"
+
+
+class TruncatedInput(StreamError):
+    """A compressed stream that breaks off before its end."""
+
+    reason = "truncated"
+
+
+class CorruptInput(StreamError):
+    """Bytes that cannot be decompressed."""
+
+    reason = "parse error"
+
+
+class BodyFormat(Enum):
+    """What the first bytes of a (decompressed) body look like."""
+
+    GZIP = "gzip"
+    XML = "xml"
+    TEXT = "text"
+    EMPTY = "empty"
+
+
+def iter_chunks(body: bytes, limit: int, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
+    """``body`` in chunks, raising SizeLimitExceeded after ``limit`` bytes."""
+    view = memoryview(body)
+    end = min(len(body), limit)
+    for start in range(0, end, chunk_size):
+        yield bytes(view[start : min(start + chunk_size, end)])
+    if len(body) > limit:
+        raise SizeLimitExceeded(f"body larger than {limit} bytes")
+
+
+def gunzip_chunks(chunks: Iterator[bytes], limit: int, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
+    """Decompress gzip (also multi-member) chunk by chunk, at most ``limit`` bytes out.
+
+    Bytes after the last complete member that are not another member (zero
+    padding, garbage) are ignored.
+    """
+    decompressor = _gzip_decompressor()
+    produced = 0
+    for chunk in chunks:
+        data = chunk
+        output_was_full = False
+        while data or output_was_full:
+            if decompressor.eof:
+                if not data.startswith(GZIP_MAGIC):
+                    return
+                decompressor = _gzip_decompressor()
+            try:
+                out = decompressor.decompress(data, chunk_size)
+            except zlib.error as exc:
+                raise CorruptInput(f"gzip: {exc}") from exc
+            output_was_full = len(out) == chunk_size
+            data = decompressor.unused_data if decompressor.eof else decompressor.unconsumed_tail
+            if out:
+                produced += len(out)
+                if produced > limit:
+                    yield out[: len(out) - (produced - limit)]
+                    raise SizeLimitExceeded(f"more than {limit} bytes after decompression")
+                yield out
+    if not decompressor.eof:
+        raise TruncatedInput("gzip stream ends early")
+
+
+def _gzip_decompressor() -> zlib._Decompress:
+    return zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+
+def peek(chunks: Iterator[bytes], size: int = _SNIFF_SIZE) -> tuple[bytes, Iterator[bytes]]:
+    """The first ``size`` bytes (or fewer at the end) and the whole stream again.
+
+    An error raised while peeking is raised again when the returned stream
+    reaches it, so no byte before it is lost.
+    """
+    head: list[bytes] = []
+    length = 0
+    error: StreamError | None = None
+    try:
+        while length < size:
+            chunk = next(chunks)
+            head.append(chunk)
+            length += len(chunk)
+    except StopIteration:
+        pass
+    except StreamError as exc:
+        error = exc
+
+    def replay() -> Iterator[bytes]:
+        yield from head
+        if error is not None:
+            raise error
+        yield from chunks
+
+    return b"".join(head)[:size], replay()
+
+
+def sniff(head: bytes) -> BodyFormat:
+    """Classify a body by its first bytes: gzip magic, XML, text or empty."""
+    if head.startswith(GZIP_MAGIC):
+        return BodyFormat.GZIP
+    text = leading_text(head)
+    if not text:
+        return BodyFormat.EMPTY
+    return BodyFormat.XML if text.startswith("<") else BodyFormat.TEXT
+
+
+def leading_text(head: bytes) -> str:
+    """The start of a body as text, after any BOM and leading whitespace."""
+    if head.startswith(_UTF32_BOMS):
+        encoding = "utf-32"
+    elif head.startswith(_UTF16_BOMS):
+        encoding = "utf-16"
+    elif head[:2] == b"<\x00" or head[:2] == b"\x00<":
+        encoding = "utf-16-le" if head[0] == 0x3C else "utf-16-be"
+    else:
+        return (
+            head.lstrip(_WHITESPACE).removeprefix(codecs.BOM_UTF8).lstrip(_WHITESPACE).decode("utf-8", "replace")[:64]
+        )
+    even_head = head[: len(head) // 4 * 4]
+    return even_head.decode(encoding, "replace").lstrip("\ufeff \t\r\n\x0c")[:64]
+
+
+def decoded_stream(body: bytes, limit: int, max_layers: int = 3) -> tuple[BodyFormat, bytes, Iterator[bytes]]:
+    """Open a body: undo up to ``max_layers`` of gzip, then sniff what is left.
+
+    Returns the format of the innermost content, its first bytes and the stream
+    of its chunks (which raises a StreamError where reading must stop).
+    """
+    chunks = iter_chunks(body, limit)
+    head, chunks = peek(chunks)
+    layers = 0
+    while sniff(head) is BodyFormat.GZIP and layers < max_layers:
+        layers += 1
+        head, chunks = peek(gunzip_chunks(chunks, limit))
+    return sniff(head), head, chunks

@@ -1,0 +1,54 @@
+"""Plain-text sitemaps: one absolute URL per line, other lines ignored."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sitemap_crawl.items import SitemapPage
+from sitemap_crawl.parsing.fields import resolve_url
+
+MAX_LINE_LENGTH = 64 * 1024
+
+
+def iter_lines(chunks: Iterator[bytes], max_line_length: int = MAX_LINE_LENGTH) -> Iterator[bytes | None]:
+    """Lines of a byte stream (LF, CRLF or CR), without their line break.
+
+    A line longer than ``max_line_length`` is not kept: ``None`` stands in its place.
+    """
+    pending: list[bytes] = []
+    pending_length = 0
+    overlong = False
+    for chunk in chunks:
+        data = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if pending and pending[-1].endswith(b"\r") and data.startswith(b"\n"):
+            data = data[1:]
+        parts = data.split(b"\n")
+        for part in parts[:-1]:
+            if overlong or pending_length + len(part) > max_line_length:
+                yield None
+            else:
+                pending.append(part)
+                yield b"".join(pending)
+            pending, pending_length, overlong = [], 0, False
+        last = parts[-1]
+        if not overlong:
+            if pending_length + len(last) > max_line_length:
+                overlong, pending, pending_length = True, [], 0
+            elif last:
+                pending.append(last)
+                pending_length += len(last)
+    if overlong:
+        yield None
+    elif pending:
+        yield b"".join(pending)
+
+
+def page_from_line(line: bytes, sitemap_url: str) -> SitemapPage | None:
+    """A page from one text-sitemap line, or None when the line is not a URL."""
+    value = line.strip()
+    if value[:4].lower() != b"http" or b" " in value or b"\t" in value:
+        return None
+    url = resolve_url(value.decode("utf-8", "replace").lstrip("\ufeff"), sitemap_url)
+    if url is None or not url.lower().startswith(("http://", "https://")):
+        return None
+    return SitemapPage(url=url, sitemap_url=sitemap_url)

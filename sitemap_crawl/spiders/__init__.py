@@ -1,0 +1,1 @@
+"""Spiders of sitemap_crawl: ``sitemaps``, the discovery spider."""

@@ -1,0 +1,288 @@
+"""The ``sitemaps`` spider: find every sitemap of a site and yield its pages.
+
+    scrapy crawl sitemaps -a homepage=https://www.example.org/ -O pages.csv
+
+Discovery order: robots.txt and every sitemap under it, then the well-known
+paths (skipping URLs already seen under robots.txt). Each response is sniffed
+and streamed through the pure parsers; pages leave in batches (or one item per
+page with SITEMAP_CRAWL_BATCH_SIZE=0) and one node item per sitemap feeds the
+tree pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin
+
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider
+from scrapy.http import Response
+from scrapy.settings import BaseSettings
+from twisted.python.failure import Failure
+
+from sitemap_crawl.arguments import (
+    SpiderArgumentError,
+    install_traceback_filter,
+    parse_bool,
+    parse_homepage,
+    parse_list,
+    parse_regex,
+    parse_sitemap_urls,
+)
+from sitemap_crawl.config import SettingsReader
+from sitemap_crawl.failures import failure_reason
+from sitemap_crawl.items import PageBatch, SitemapNodeItem, SitemapPage, SitemapRef
+from sitemap_crawl.parsing import INVALID, ROBOTS_TXT, SitemapReader
+from sitemap_crawl.wiring import add_sitemap_crawl_components
+
+logger = logging.getLogger(__name__)
+
+META_KEY = "sitemap_crawl"
+"""Request meta key holding the :class:`Visit` of a sitemap request."""
+
+WEBSITE = "website"
+
+install_traceback_filter()
+
+
+@dataclass(frozen=True, slots=True)
+class Visit:
+    """One place of a sitemap in the tree, carried in request meta."""
+
+    url: str
+    path: tuple[int, ...]
+    depth: int
+    ancestors: frozenset[str]
+    role: str  # "robots", "known", "start" or "child"
+
+    @property
+    def under_robots(self) -> bool:
+        return self.path[:1] == (0,) and self.role != "start"
+
+
+class SitemapsSpider(Spider):
+    """Map every sitemap of a website and yield the pages they list."""
+
+    name = "sitemaps"
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        add_sitemap_crawl_components(settings, priority="spider")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SitemapsSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider._on_idle, signal=signals.spider_idle)
+        return spider
+
+    def __init__(
+        self,
+        homepage: str | None = None,
+        sitemap_urls: str | list[str] | None = None,
+        use_robots: str | bool | None = None,
+        use_known_paths: str | bool | None = None,
+        extra_known_paths: str | list[str] | None = None,
+        normalize_homepage: str | bool | None = None,
+        follow: str | None = None,
+        deny: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        try:
+            normalize = parse_bool("normalize_homepage", normalize_homepage, True)
+            self.use_robots = parse_bool("use_robots", use_robots, True)
+            self.use_known_paths = parse_bool("use_known_paths", use_known_paths, True)
+            self.extra_known_paths = parse_list(extra_known_paths)
+            self.follow_pattern = parse_regex("follow", follow)
+            self.deny_pattern = parse_regex("deny", deny)
+            self.start_sitemap_urls = parse_sitemap_urls(sitemap_urls)
+            if not homepage and not self.start_sitemap_urls:
+                raise SpiderArgumentError("give -a homepage=https://www.example.org/ or -a sitemap_urls=URL[,URL...]")
+            self.homepage = parse_homepage(homepage, normalize) if homepage else None
+        except SpiderArgumentError as exc:
+            logger.error("Bad argument for the %s spider: %s", self.name, exc)
+            raise
+        self._known_paths_sent = False
+        self._seen_under_robots: set[str] = set()
+
+    def _setup(self) -> None:
+        config = SettingsReader(self.crawler.settings)
+        self.limits = config.limits
+        self.max_depth = config.max_depth
+        self.batch_size = config.batch_size
+        self.known_paths = config.known_paths + self.extra_known_paths
+        download_maxsize = self.crawler.settings.getint("DOWNLOAD_MAXSIZE")
+        self.sitemap_download_maxsize = (
+            min(self.limits.max_size, download_maxsize) if download_maxsize else self.limits.max_size
+        )
+
+    @property
+    def website_url(self) -> str:
+        if self.homepage:
+            return self.homepage
+        return urljoin(self.start_sitemap_urls[0], "/")
+
+    async def start(self) -> AsyncIterator[Any]:
+        self._setup()
+        yield SitemapNodeItem(path=(), url=self.website_url, kind=WEBSITE, finished=True)
+        if self.start_sitemap_urls:
+            for index, url in enumerate(self.start_sitemap_urls):
+                role = "robots" if url.rstrip("/").endswith("/robots.txt") else "start"
+                yield self._request(Visit(url, (index,), 0, frozenset(), role))
+            self._known_paths_sent = True
+            return
+        assert self.homepage is not None
+        if self.use_robots:
+            yield self._request(Visit(urljoin(self.homepage, "robots.txt"), (0,), 0, frozenset(), "robots"))
+        if not self.use_known_paths:
+            self._known_paths_sent = True
+
+    def _on_idle(self) -> None:
+        """When robots.txt and its sitemaps are done, probe the well-known paths."""
+        if self._known_paths_sent:
+            return
+        self._known_paths_sent = True
+        assert self.homepage is not None
+        engine = self.crawler.engine
+        assert engine is not None
+        sent = 0
+        for index, path in enumerate(self.known_paths, start=1):
+            url = urljoin(self.homepage, path.lstrip("/"))
+            if url in self._seen_under_robots:
+                logger.debug("Known path %s already seen under robots.txt; skipped", url)
+                continue
+            engine.crawl(self._request(Visit(url, (index,), 0, frozenset(), "known")))
+            sent += 1
+        logger.info("Probing %d well-known sitemap paths of %s", sent, self.homepage)
+        if sent:
+            raise DontCloseSpider
+
+    def _request(self, visit: Visit) -> Request:
+        if visit.under_robots:
+            self._seen_under_robots.add(visit.url)
+        return Request(
+            visit.url,
+            callback=self.parse_sitemap,
+            errback=self.sitemap_failed,
+            dont_filter=True,
+            meta={
+                META_KEY: visit,
+                "download_maxsize": self.sitemap_download_maxsize,
+                "download_warnsize": self.sitemap_download_maxsize,
+            },
+        )
+
+    def _node(
+        self, visit: Visit, kind: str, error: str | None = None, page_count: int = 0, finished: bool = True
+    ) -> SitemapNodeItem:
+        return SitemapNodeItem(
+            path=visit.path, url=visit.url, kind=kind, error=error, page_count=page_count, finished=finished
+        )
+
+    def sitemap_failed(self, failure: Failure) -> Iterator[SitemapNodeItem]:
+        """Errback: the sitemap could not be downloaded; record why."""
+        request = getattr(failure, "request", None)
+        visit: Visit | None = request.meta.get(META_KEY) if request is not None else None
+        if visit is None:
+            logger.error("Sitemap request failed without its meta: %s", failure)
+            return
+        reason = failure_reason(failure)
+        if visit.role == "known":
+            logger.debug("Known path %s not found: %s", visit.url, reason)
+            return
+        if visit.role == "robots":
+            logger.info("robots.txt %s unavailable (%s); left out of the tree", visit.url, reason)
+            return
+        logger.warning("Sitemap %s failed: %s", visit.url, reason)
+        yield self._node(visit, INVALID, reason)
+
+    def parse_sitemap(self, response: Response) -> Iterator[Any]:
+        """Callback for every sitemap and robots.txt response."""
+        visit: Visit = response.meta[META_KEY]
+        final_url = response.url
+        if final_url != visit.url:
+            logger.debug("Sitemap %s redirected to %s", visit.url, final_url)
+            if visit.role == "known" and final_url in self._seen_under_robots:
+                logger.debug("Known path %s leads to %s, already seen under robots.txt", visit.url, final_url)
+                return
+            if final_url in visit.ancestors:
+                logger.warning("Sitemap %s redirects to its ancestor %s: loop", visit.url, final_url)
+                yield self._node(visit, INVALID, "loop")
+                return
+            if visit.under_robots:
+                self._seen_under_robots.add(final_url)
+        reader = SitemapReader(response.body, final_url, is_robots=visit.role == "robots", limits=self.limits)
+        optional = visit.role in ("known", "robots")
+        if reader.kind == INVALID:
+            if optional:
+                logger.debug("%s is not a sitemap (%s); left out", visit.url, reader.detail)
+                return
+            logger.warning("Sitemap %s is invalid: %s (%s)", visit.url, reader.error, reader.detail)
+            yield self._node(visit, INVALID, reader.error)
+            return
+        yield from self._read_entries(visit, reader, final_url, optional)
+
+    def _read_entries(self, visit: Visit, reader: SitemapReader, final_url: str, optional: bool) -> Iterator[Any]:
+        lineage = visit.ancestors | {visit.url, final_url}
+        child_index = 0
+        page_count = 0
+        batch: list[SitemapPage] = []
+        announced = False
+        for entry in reader:
+            if not announced:
+                announced = True
+                yield self._node(visit, reader.kind, finished=False)
+            if type(entry) is SitemapPage:
+                if visit.url != final_url:
+                    entry.sitemap_url = visit.url
+                page_count += 1
+                if self.batch_size:
+                    batch.append(entry)
+                    if len(batch) >= self.batch_size:
+                        yield PageBatch(visit.url, visit.path, batch)
+                        batch = []
+                else:
+                    yield entry
+            else:
+                assert isinstance(entry, SitemapRef)
+                if not self._should_follow(entry.url, reader.kind):
+                    continue
+                child = Visit(entry.url, (*visit.path, child_index), visit.depth + 1, lineage, "child")
+                child_index += 1
+                yield from self._visit_child(child)
+        if batch:
+            yield PageBatch(visit.url, visit.path, batch)
+        if optional and (reader.kind == INVALID or not announced):
+            logger.debug("%s declares no URL; left out", visit.url)
+            return
+        if reader.error:
+            logger.warning("Sitemap %s: %s (%s)", visit.url, reader.error, reader.detail)
+        yield self._node(visit, reader.kind, reader.error, page_count)
+
+    def _should_follow(self, url: str, parent_kind: str) -> bool:
+        if parent_kind == ROBOTS_TXT:
+            return True
+        if self.follow_pattern is not None and not self.follow_pattern.search(url):
+            logger.debug("Sub-sitemap %s does not match follow; not fetched", url)
+            self.crawler.stats.inc_value("sitemap_crawl/not_followed")
+            return False
+        if self.deny_pattern is not None and self.deny_pattern.search(url):
+            logger.debug("Sub-sitemap %s matches deny; not fetched", url)
+            self.crawler.stats.inc_value("sitemap_crawl/not_followed")
+            return False
+        return True
+
+    def _visit_child(self, child: Visit) -> Iterator[Any]:
+        if child.url in child.ancestors:
+            logger.warning("Sitemap %s is its own ancestor: loop", child.url)
+            yield self._node(child, INVALID, "loop")
+        elif child.depth > self.max_depth:
+            logger.warning("Sitemap %s is nested deeper than %d levels: depth limit", child.url, self.max_depth)
+            yield self._node(child, INVALID, "depth limit")
+        else:
+            yield self._request(child)

@@ -1,0 +1,44 @@
+"""Adding sitemap_crawl's pipeline and feed exporters to a crawler's settings."""
+
+from __future__ import annotations
+
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+
+from sitemap_crawl.exporters import EXPORTERS
+
+TREE_PIPELINE = "sitemap_crawl.pipelines.SitemapTreePipeline"
+TREE_PIPELINE_ORDER = 100
+
+
+def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "addon") -> None:
+    """Enable the tree pipeline and the page-aware feed exporters.
+
+    Nothing the project already configured is replaced: a pipeline already
+    listed keeps its order, a feed format the project mapped to its own
+    exporter keeps it.
+    """
+    from sitemap_crawl.pipelines import SitemapTreePipeline
+
+    settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", SitemapTreePipeline, TREE_PIPELINE_ORDER)
+    _raise_priority(settings, "ITEM_PIPELINES", priority)
+    exporters = settings.getdict("FEED_EXPORTERS")
+    changed = False
+    for feed_format, exporter in EXPORTERS.items():
+        if feed_format not in exporters:
+            exporters[feed_format] = f"{exporter.__module__}.{exporter.__qualname__}"
+            changed = True
+    if changed:
+        settings.set("FEED_EXPORTERS", exporters, settings.getpriority("FEED_EXPORTERS") or 0)
+    _raise_priority(settings, "FEED_EXPORTERS", priority)
+
+
+def _raise_priority(settings: BaseSettings, name: str, priority: int | str) -> None:
+    """Keep a dict setting we extended from being replaced by a lower-priority copy.
+
+    (Scrapy merges the runner's settings into a crawler's at their own
+    priority, which would otherwise drop what a spider's update_settings added.)
+    """
+    wanted = priority if isinstance(priority, int) else SETTINGS_PRIORITIES[priority]
+    current = settings.getpriority(name) or 0
+    if current < wanted:
+        settings.set(name, settings.getdict(name), wanted)

@@ -1,0 +1,46 @@
+"""Shared test harness: a local fixture web site, sitemap builders, and a
+runner for the real ``scrapy crawl sitemaps`` command.
+
+Import it as ``tests.support`` (tests/conftest.py puts the repository root
+on ``sys.path``).
+"""
+
+from .crawl import (
+    REPO_ROOT,
+    CrawlResult,
+    CrawlTimeoutError,
+    RunningCrawl,
+    run_crawl,
+    start_crawl,
+)
+from .fixture_server import FixtureServer, RecordedRequest, Route
+from .sitemaps import (
+    SITEMAP_NS,
+    atom,
+    gzip_bytes,
+    robots,
+    rss,
+    sitemapindex,
+    text_sitemap,
+    urlset,
+)
+
+__all__ = [
+    "REPO_ROOT",
+    "SITEMAP_NS",
+    "CrawlResult",
+    "CrawlTimeoutError",
+    "FixtureServer",
+    "RecordedRequest",
+    "Route",
+    "RunningCrawl",
+    "atom",
+    "gzip_bytes",
+    "robots",
+    "rss",
+    "run_crawl",
+    "sitemapindex",
+    "start_crawl",
+    "text_sitemap",
+    "urlset",
+]
