@@ -33,6 +33,9 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAP_CRAWL_MAX_INDEX_CHILDREN": PROTOCOL_MAX_CHILDREN,
     "SITEMAP_CRAWL_BATCH_SIZE": 1000,
     "SITEMAP_CRAWL_TREE_LOG_LINES": 200,
+    "SITEMAP_CRAWL_GC_TUNING": True,
+    "SITEMAP_CRAWL_PARSE_WORKER": True,
+    "SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE": 256 * 1024,
 }
 """Every SITEMAP_CRAWL_* setting and its default."""
 
@@ -74,6 +77,14 @@ class SettingsReader:
     @property
     def tree_log_lines(self) -> int:
         return int(self._get("SITEMAP_CRAWL_TREE_LOG_LINES"))
+
+    @property
+    def parse_worker(self) -> bool:
+        return bool(self._settings.getbool("SITEMAP_CRAWL_PARSE_WORKER", DEFAULTS["SITEMAP_CRAWL_PARSE_WORKER"]))
+
+    @property
+    def parse_worker_min_size(self) -> int:
+        return int(self._get("SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE"))
 
     @property
     def limits(self) -> Limits:

@@ -1,6 +1,6 @@
 """Feed exporters that write one row per page, whether pages come alone or in batches.
 
-They are Scrapy's own CSV, JSON, JSON lines and XML exporters with a fast path
+They are Scrapy's own CSV, JSON, JSON lines, XML, pickle and marshal exporters with a fast path
 for sitemap_crawl items: a :class:`PageBatch` becomes one row per page, tree
 node items are not exported, every other item is exported as Scrapy would.
 In CSV the nested page fields (news, images, videos, alternates) are JSON
@@ -10,6 +10,8 @@ texts, empty cells when empty; the other formats keep the nesting.
 from __future__ import annotations
 
 import json
+import marshal
+import pickle
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from xml.sax.xmlreader import AttributesImpl
@@ -19,6 +21,8 @@ from scrapy.exporters import (
     CsvItemExporter,
     JsonItemExporter,
     JsonLinesItemExporter,
+    MarshalItemExporter,
+    PickleItemExporter,
     XmlItemExporter,
 )
 
@@ -56,10 +60,16 @@ class _PageRows:
 
     def _page_dict(self, page: SitemapPage) -> dict[str, Any]:
         values = page.to_dict()
-        columns = self._page_columns()
-        if len(columns) == len(PAGE_FIELDS) and all(name == output for name, output in columns):
+        if self._all_columns():
             return values
-        return {output: values[name] for name, output in columns}
+        return {output: values[name] for name, output in self._page_columns()}
+
+    def _all_columns(self) -> bool:
+        every = getattr(self, "_every_column", None)
+        if every is None:
+            every = self._page_columns() == [(name, name) for name in PAGE_FIELDS]
+            self._every_column = every
+        return every
 
 
 class JsonLinesPageExporter(_PageRows, JsonLinesItemExporter):
@@ -134,6 +144,32 @@ class CsvPageExporter(_PageRows, CsvItemExporter):
         self.csv_writer.writerows(_csv_row(page.to_dict(), names) for page in pages)
 
 
+class PicklePageExporter(_PageRows, PickleItemExporter):
+    """Pickle: one pickled dict per page (nested fields as plain dicts and lists)."""
+
+    def export_item(self, item: Any) -> None:
+        pages = iter_pages(item)
+        if pages is None:
+            if not isinstance(item, SitemapNodeItem):
+                super().export_item(item)
+            return
+        for page in pages:
+            pickle.dump(self._page_dict(page), self.file, self.protocol)
+
+
+class MarshalPageExporter(_PageRows, MarshalItemExporter):
+    """Marshal: one marshalled dict per page (nested fields as plain dicts and lists)."""
+
+    def export_item(self, item: Any) -> None:
+        pages = iter_pages(item)
+        if pages is None:
+            if not isinstance(item, SitemapNodeItem):
+                super().export_item(item)
+            return
+        for page in pages:
+            marshal.dump(self._page_dict(page), self.file)
+
+
 def _csv_row(values: dict[str, Any], names: Iterable[str]) -> list[Any]:
     row: list[Any] = []
     for name in names:
@@ -164,5 +200,7 @@ EXPORTERS: dict[str, type[BaseItemExporter]] = {
     "jsonl": JsonLinesPageExporter,
     "jl": JsonLinesPageExporter,
     "xml": XmlPageExporter,
+    "pickle": PicklePageExporter,
+    "marshal": MarshalPageExporter,
 }
 """Feed format → page-aware exporter, as FEED_EXPORTERS expects (paths built in wiring)."""

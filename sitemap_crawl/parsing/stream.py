@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from enum import Enum
 
 GZIP_MAGIC = b"\x1f\x8b"
-CHUNK_SIZE = 1 << 20
+CHUNK_SIZE = 256 * 1024
 _SNIFF_SIZE = 1024
 _WHITESPACE = b" \t\r\n\x0c"
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)

@@ -10,7 +10,9 @@ no DTD is loaded and nothing is fetched.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import functools
+import re
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +32,8 @@ from sitemap_crawl.parsing.fields import (
 from sitemap_crawl.parsing.stream import StreamError
 
 _ROOT_SCAN_LIMIT = 1 << 20
+FEED_SIZE = 32 * 1024
+"""Bytes fed to lxml at a time: small feeds keep the unreleased part of the tree small (and fast)."""
 
 Element = Any  # lxml's _Element; kept loose so lxml-stubs are optional
 
@@ -65,11 +69,19 @@ def _parser_options(recover: bool) -> dict[str, Any]:
     }
 
 
+_LOCAL_NAMES: dict[object, str] = {}
+_LOCAL_NAMES_MAX = 4096
+_ROOT_SCAN_STEP = 4096
+
+
 def local_name(tag: object) -> str:
     """Tag name without namespace or prefix; '' for comments and PIs."""
-    if type(tag) is not str:
-        return ""
-    return tag[max(tag.rfind("}"), tag.rfind(":")) + 1 :]
+    name = _LOCAL_NAMES.get(tag)
+    if name is None:
+        name = tag[max(tag.rfind("}"), tag.rfind(":")) + 1 :] if type(tag) is str else ""
+        if len(_LOCAL_NAMES) < _LOCAL_NAMES_MAX:
+            _LOCAL_NAMES[tag] = name
+    return name
 
 
 def find_root_name(chunks: Iterator[bytes]) -> tuple[str | None, str | None, list[bytes]]:
@@ -84,10 +96,11 @@ def find_root_name(chunks: Iterator[bytes]) -> tuple[str | None, str | None, lis
     try:
         for chunk in chunks:
             seen.append(chunk)
+            for start in range(0, len(chunk), _ROOT_SCAN_STEP):
+                parser.feed(chunk[start : start + _ROOT_SCAN_STEP])
+                for _event, element in parser.read_events():
+                    return local_name(_tag(element)).lower(), None, seen
             size += len(chunk)
-            parser.feed(chunk)
-            for _event, element in parser.read_events():
-                return local_name(_tag(element)).lower(), None, seen
             if size >= _ROOT_SCAN_LIMIT:
                 break
         else:
@@ -118,36 +131,58 @@ def iter_entries(
     Raises XmlProblem (after yielding every good entry) when the document is
     truncated, over a limit or unreadable past some point.
     """
+    make_chunks = functools.partial(_without_leading_space, make_chunks)
     produced = 0
     line_count = 1
-    last_line_length = 0
+    last_line_length = 0  # in characters, as libxml2 counts columns
+    wide: bool | None = None  # UTF-16/32: two or four bytes a character
     strict = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **_parser_options(recover=False))
+    read_entry = dialect.read_entry
     try:
         for chunk in make_chunks():
+            if wide is None:
+                wide = chunk[:2] in _WIDE_STARTS
             newline = chunk.rfind(b"\n")
             if newline < 0:
-                last_line_length += len(chunk)
+                last_line_length += _char_count(chunk, wide)
             else:
                 line_count += chunk.count(b"\n")
-                last_line_length = len(chunk) - newline - 1
-            strict.feed(chunk)
-            for _event, element in strict.read_events():
-                entry = dialect.read_entry(element, sitemap_url)
-                _release(element)
-                produced += 1
-                if entry is not None:
-                    yield entry
+                last_line_length = _char_count(chunk[newline + 1 :], wide)
+            for start in range(0, len(chunk), FEED_SIZE):
+                strict.feed(chunk[start : start + FEED_SIZE])
+                entries: list[SitemapPage | SitemapRef] = []
+                last = None
+                for _event, element in strict.read_events():
+                    last = element
+                    produced += 1
+                    entry = read_entry(element, sitemap_url)
+                    if entry is not None:
+                        entries.append(entry)
+                if last is not None:
+                    _release_through(last)
+                yield from entries
         strict.close()
     except StreamError as exc:
         _drain(strict)
         raise XmlProblem(exc.reason, str(exc)) from exc
     except etree.XMLSyntaxError as exc:
+        # entries completed before the error (in the same feed) are still good
+        for _event, element in strict.read_events():
+            produced += 1
+            entry = read_entry(element, sitemap_url)
+            _release(element)
+            if entry is not None:
+                yield entry
         message = str(exc)
         if _is_resource_limit(message):
             raise XmlProblem("parse error", message) from exc
-        if _at_end(exc, line_count, last_line_length):
-            raise XmlProblem("truncated", message) from exc
-        yield from _recover(make_chunks, dialect, sitemap_url, skip=produced)
+        if message.startswith("Extra content at the end of the document"):
+            raise XmlProblem("parse error", message) from exc  # junk after the root: every entry was read
+        if "tag mismatch" not in message and _at_end(exc, line_count, last_line_length):
+            raise XmlProblem("truncated", message) from exc  # a cut never causes a tag mismatch
+        stream_error = yield from _recover(make_chunks, dialect, sitemap_url, skip=produced)
+        if stream_error is not None:  # the body also broke off (size limit, cut gzip): say that
+            raise XmlProblem(stream_error.reason, str(stream_error)) from exc
         raise XmlProblem("parse error", message) from exc
     for _event, element in strict.read_events():
         entry = dialect.read_entry(element, sitemap_url)
@@ -156,6 +191,16 @@ def iter_entries(
 
 
 _END_SLACK = 64
+_WIDE_STARTS = (b"\xff\xfe", b"\xfe\xff", b"<\x00", b"\x00<", b"\x00\x00")
+_NOT_UTF8_CONTINUATION = bytes(range(0x80)) + bytes(range(0xC0, 0x100))
+
+
+def _char_count(data: bytes, wide: bool) -> int:
+    """Characters in ``data`` (UTF-8 continuation bytes do not count; UTF-16 is two bytes
+    a character), so that a cut inside non-ASCII text is still seen at the end."""
+    if wide:
+        return len(data) // 2
+    return len(data) - len(data.translate(None, _NOT_UTF8_CONTINUATION))
 
 
 def _at_end(error: etree.XMLSyntaxError, line_count: int, last_line_length: int) -> bool:
@@ -175,13 +220,23 @@ def _recover(
     dialect: Dialect,
     sitemap_url: str,
     skip: int,
-) -> Iterator[SitemapPage | SitemapRef]:
-    """Read a malformed document again in recover mode, skipping ``skip`` entries."""
+) -> Generator[SitemapPage | SitemapRef, None, StreamError | None]:
+    """Read a malformed document again in recover mode, skipping ``skip`` entries.
+
+    Unescaped ``&`` and ``<`` in text are escaped first (see :func:`_repair_markup`),
+    so such entries keep their exact values. An entry that lxml closes only because
+    the input ran out (the document ends inside it) is not given: its values may be cut.
+    Returns the StreamError that stopped the input early, if any.
+    """
     parser = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **_parser_options(recover=True))
     seen = 0
     stream_error: StreamError | None = None
+    ends_cleanly = True
     try:
-        for chunk in make_chunks():
+        for chunk in _repair_markup(make_chunks()):
+            stripped = chunk.rstrip(_TAIL_SPACE)
+            if stripped:
+                ends_cleanly = stripped.endswith(b">")
             parser.feed(chunk)
             for _event, element in parser.read_events():
                 seen += 1
@@ -195,12 +250,131 @@ def _recover(
     with contextlib.suppress(etree.XMLSyntaxError):
         parser.close()
     if stream_error is None:
+        held: Element | None = None  # the last element may be one the cut left open
         for _event, element in parser.read_events():
+            if held is not None:
+                seen += 1
+                if seen > skip:
+                    entry = dialect.read_entry(held, sitemap_url)
+                    if entry is not None:
+                        yield entry
+            held = element
+        if held is not None and ends_cleanly:
             seen += 1
             if seen > skip:
-                entry = dialect.read_entry(element, sitemap_url)
+                entry = dialect.read_entry(held, sitemap_url)
                 if entry is not None:
                     yield entry
+    return stream_error
+
+
+_TAIL_SPACE = b" \t\r\n\x00"
+_XML_SPACE = b" \t\r\n"
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _without_leading_space(make_chunks: Callable[[], Iterator[bytes]]) -> Iterator[bytes]:
+    """The document without the whitespace some servers send before ``<?xml``
+    (which makes it ill-formed); a UTF-8 BOM stays. Other encodings pass unchanged."""
+    chunks = make_chunks()
+    bom = b""
+    for index, chunk in enumerate(chunks):
+        if index == 0 and chunk.startswith(_UTF8_BOM):
+            bom, chunk = _UTF8_BOM, chunk[len(_UTF8_BOM) :]
+        stripped = chunk.lstrip(_XML_SPACE)
+        if not stripped:
+            continue
+        if stripped.startswith(b"<") and not stripped.startswith(b"<\x00"):
+            yield bom + stripped
+        else:
+            yield bom + chunk
+        yield from chunks
+        return
+    if bom:
+        yield bom
+
+
+_MARKUP_FIX = re.compile(
+    rb"&(?:(amp|lt|gt|quot|apos);|(?!#[0-9]{1,8};|#x[0-9a-fA-F]{1,8};))|<(?![A-Za-z_:/!?\x80-\xff])"
+)
+_CHARACTER_REFERENCES = {b"amp": b"&#38;", b"lt": b"&#60;", b"gt": b"&#62;", b"quot": b"&#34;", b"apos": b"&#39;"}
+_CDATA_START = b"<![CDATA["
+_CDATA_END = b"]]>"
+_REPAIR_LOOKAHEAD = 16
+
+
+def _repair_markup(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """Escape the raw ``&`` (``a=1&b=2``, ``Tom & Jerry``) and lone ``<`` (``a < b``)
+    that generators leave in text and attribute values, outside CDATA sections,
+    and write ``&amp;``, ``&lt;``... as character references (``&#38;``...).
+
+    Without this, recover mode drops ``&b`` from ``?a=1&b=2`` (a wrong URL), lxml
+    stops reading at a lone ``<``, and libxml2 (2.14) drops every ``&amp;`` after
+    the first error in recover mode (``?a=1&amp;b=2`` would become ``?a=1b=2``),
+    while character references survive. Only ASCII-compatible encodings are
+    touched; a UTF-16/32 document passes unchanged.
+    """
+    in_cdata = False
+    pending = b""
+    first = True
+    try:
+        for chunk in chunks:
+            if first:
+                first = False
+                if chunk[:2] in _WIDE_STARTS:
+                    yield chunk
+                    yield from chunks
+                    return
+            data = pending + chunk
+            limit = len(data) - _REPAIR_LOOKAHEAD
+            if limit <= 0:
+                pending = data
+                continue
+            repaired, in_cdata, consumed = _escape_markup(data, limit, in_cdata)
+            pending = data[consumed:]
+            yield repaired
+    except StreamError:
+        if pending:  # the body broke off: the bytes held back were still read
+            yield _escape_markup(pending, len(pending), in_cdata)[0]
+        raise
+    if pending:
+        yield _escape_markup(pending, len(pending), in_cdata)[0]
+
+
+def _escape_markup(data: bytes, limit: int, in_cdata: bool) -> tuple[bytes, bool, int]:
+    """``data`` repaired from its start to at least ``limit`` (the bytes after it serve
+    as lookahead), whether that ends inside a CDATA section, and how far it went."""
+    pieces: list[bytes] = []
+    position = 0
+    while position < limit:
+        if in_cdata:
+            end = data.find(_CDATA_END, position)
+            if end < 0 or end >= limit:
+                pieces.append(data[position:limit])
+                position = limit
+                break
+            pieces.append(data[position : end + len(_CDATA_END)])
+            position, in_cdata = end + len(_CDATA_END), False
+            continue
+        start = data.find(_CDATA_START, position)
+        stop = limit if start < 0 or start >= limit else start
+        last = position
+        for match in _MARKUP_FIX.finditer(data, position, min(len(data), stop + _REPAIR_LOOKAHEAD)):
+            if match.start() >= stop:
+                break
+            pieces.append(data[last : match.start()])
+            name = match.group(1)
+            if name is not None:
+                pieces.append(_CHARACTER_REFERENCES[name])
+            else:
+                pieces.append(b"&#38;" if data[match.start()] == 0x26 else b"&#60;")
+            last = match.end()
+        pieces.append(data[last:stop])
+        position = max(stop, last)  # a reference that began before ``stop`` may end after it
+        if stop == start:
+            pieces.append(_CDATA_START)
+            position, in_cdata = start + len(_CDATA_START), True
+    return b"".join(pieces), in_cdata, position
 
 
 def _is_resource_limit(message: str) -> bool:
@@ -217,6 +391,19 @@ def _release(element: Element) -> None:
             del parent[0]
 
 
+def _release_through(last: Element) -> None:
+    """Free every handled entry up to ``last`` (once per fed chunk, not per entry).
+
+    Only finished elements are removed: the element the parser is still
+    building comes after ``last``.
+    """
+    parent = last.getparent()
+    if parent is None:
+        last.clear(keep_tail=False)
+    else:
+        del parent[: parent.index(last) + 1]
+
+
 def _texts(element: Element) -> dict[str, str | None]:
     """Local name → text of the direct children (first occurrence wins)."""
     texts: dict[str, str | None] = {}
@@ -227,6 +414,17 @@ def _texts(element: Element) -> dict[str, str | None]:
     return texts
 
 
+_URL_FIELDS = {"loc": 1, "lastmod": 2, "changefreq": 3, "priority": 4, "image": 5, "video": 6, "news": 7, "link": 8}
+_URL_CODES: dict[object, int] = {}
+
+
+def _url_code(tag: object) -> int:
+    code = _URL_FIELDS.get(local_name(tag), 0)
+    if len(_URL_CODES) < _LOCAL_NAMES_MAX:
+        _URL_CODES[tag] = code
+    return code
+
+
 def read_url(element: Element, sitemap_url: str) -> SitemapPage | None:
     """A urlset ``<url>`` as a page, or None when it has no usable location."""
     loc = lastmod = changefreq = priority = None
@@ -234,25 +432,29 @@ def read_url(element: Element, sitemap_url: str) -> SitemapPage | None:
     images: list[Image] = []
     videos: list[Video] = []
     alternates: list[Alternate] = []
+    codes = _URL_CODES
     for child in element:
-        name = local_name(child.tag)
-        if name == "loc":
+        tag = child.tag
+        code = codes.get(tag)
+        if code is None:
+            code = _url_code(tag)
+        if code == 1:
             loc = child.text
-        elif name == "lastmod":
+        elif code == 2:
             lastmod = child.text
-        elif name == "changefreq":
+        elif code == 3:
             changefreq = child.text
-        elif name == "priority":
+        elif code == 4:
             priority = child.text
-        elif name == "image":
+        elif code == 5:
             image = _read_image(child, sitemap_url)
             if image is not None:
                 images.append(image)
-        elif name == "video":
+        elif code == 6:
             videos.append(_read_video(child, sitemap_url))
-        elif name == "news":
+        elif code == 7:
             news = _read_news(child)
-        elif name == "link":
+        elif code == 8:
             alternate = _read_alternate(child, sitemap_url)
             if alternate is not None:
                 alternates.append(alternate)
@@ -260,15 +462,15 @@ def read_url(element: Element, sitemap_url: str) -> SitemapPage | None:
     if url is None:
         return None
     return SitemapPage(
-        url=url,
-        sitemap_url=sitemap_url,
-        priority=normalize_priority(priority),
-        last_modified=normalize_date(lastmod),
-        change_frequency=normalize_change_frequency(changefreq),
-        news=news,
-        images=images,
-        videos=videos,
-        alternates=alternates,
+        url,
+        sitemap_url,
+        normalize_priority(priority),
+        normalize_date(lastmod),
+        normalize_change_frequency(changefreq),
+        news,
+        images,
+        videos,
+        alternates,
     )
 
 
@@ -360,13 +562,18 @@ def read_sitemap_entry(element: Element, sitemap_url: str) -> SitemapRef | None:
     return SitemapRef(url=url, last_modified=normalize_date(texts.get("lastmod")))
 
 
+_ATOM_PREFIXES = ("{http://www.w3.org/2005/Atom}", "{http://purl.org/atom/ns#}")
+"""An RSS item's atom:link is a feed link, not the item's; a <link> in any other
+namespace (an RSS document with a default namespace) is the item's link."""
+
+
 def read_rss_item(element: Element, sitemap_url: str) -> SitemapPage | None:
     """An RSS 2.0 ``<item>`` as a page whose news holds its title and date."""
     link = guid = title = published = None
     guid_is_link = True
     for child in element:
         name = local_name(child.tag)
-        if name == "link" and link is None and "}" not in child.tag:
+        if name == "link" and link is None and not child.tag.startswith(_ATOM_PREFIXES):
             link = child.text
         elif name == "guid" and guid is None:
             guid = child.text

@@ -21,7 +21,7 @@ from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from twisted.python.failure import Failure
 
 from sitemap_crawl.arguments import (
@@ -35,8 +35,11 @@ from sitemap_crawl.arguments import (
 )
 from sitemap_crawl.config import SettingsReader
 from sitemap_crawl.failures import failure_reason
+from sitemap_crawl.gctuning import GcTuning
 from sitemap_crawl.items import PageBatch, SitemapNodeItem, SitemapPage, SitemapRef
-from sitemap_crawl.parsing import INVALID, ROBOTS_TXT, SitemapReader
+from sitemap_crawl.offload import SitemapReaders
+from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
+from sitemap_crawl.parsing.reader import TEXT
 from sitemap_crawl.wiring import add_sitemap_crawl_components
 
 logger = logging.getLogger(__name__)
@@ -73,11 +76,25 @@ class SitemapsSpider(Spider):
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
         add_sitemap_crawl_components(settings, priority="spider")
+        # Requests leave in the order they were made (Scrapy's default queues are LIFO,
+        # which would probe the known paths and fetch sibling sitemaps backwards); with
+        # priority = depth this walks the tree depth-first in document order. A project
+        # that chose its own queues keeps them.
+        for name, fifo in (
+            ("SCHEDULER_MEMORY_QUEUE", "scrapy.squeues.FifoMemoryQueue"),
+            ("SCHEDULER_DISK_QUEUE", "scrapy.squeues.PickleFifoDiskQueue"),
+        ):
+            if (settings.getpriority(name) or 0) <= SETTINGS_PRIORITIES["default"]:
+                settings.set(name, fifo, priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SitemapsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         crawler.signals.connect(spider._on_idle, signal=signals.spider_idle)
+        crawler.signals.connect(spider._close_readers, signal=signals.spider_closed)
+        if crawler.settings.getbool("SITEMAP_CRAWL_GC_TUNING", True):
+            crawler.signals.connect(spider._gc_tuning.apply, signal=signals.spider_opened)
+            crawler.signals.connect(spider._gc_tuning.undo, signal=signals.spider_closed)
         return spider
 
     def __init__(
@@ -109,13 +126,23 @@ class SitemapsSpider(Spider):
             raise
         self._known_paths_sent = False
         self._seen_under_robots: set[str] = set()
+        if not self.start_sitemap_urls and not (self.use_robots or self.use_known_paths or self.extra_known_paths):
+            logger.warning("use_robots and use_known_paths are both false: nothing will be fetched")
+        self._gc_tuning = GcTuning()
 
     def _setup(self) -> None:
         config = SettingsReader(self.crawler.settings)
         self.limits = config.limits
         self.max_depth = config.max_depth
         self.batch_size = config.batch_size
-        self.known_paths = config.known_paths + self.extra_known_paths
+        # use_known_paths=false turns the standard list off; paths asked for by name are still probed
+        self.known_paths = (config.known_paths if self.use_known_paths else []) + self.extra_known_paths
+        self._readers = SitemapReaders(
+            self.limits,
+            chunk_size=self.batch_size or 1000,
+            use_worker=config.parse_worker,
+            worker_min_size=config.parse_worker_min_size,
+        )
         download_maxsize = self.crawler.settings.getint("DOWNLOAD_MAXSIZE")
         self.sitemap_download_maxsize = (
             min(self.limits.max_size, download_maxsize) if download_maxsize else self.limits.max_size
@@ -139,8 +166,13 @@ class SitemapsSpider(Spider):
         assert self.homepage is not None
         if self.use_robots:
             yield self._request(Visit(urljoin(self.homepage, "robots.txt"), (0,), 0, frozenset(), "robots"))
-        if not self.use_known_paths:
+        if not self.known_paths:
             self._known_paths_sent = True
+
+    async def _close_readers(self) -> None:
+        readers = getattr(self, "_readers", None)
+        if readers is not None:
+            await readers.close()
 
     def _on_idle(self) -> None:
         """When robots.txt and its sitemaps are done, probe the well-known paths."""
@@ -170,10 +202,13 @@ class SitemapsSpider(Spider):
             callback=self.parse_sitemap,
             errback=self.sitemap_failed,
             dont_filter=True,
+            priority=visit.depth,  # deeper first: depth-first, document order (FIFO queues)
             meta={
                 META_KEY: visit,
                 "download_maxsize": self.sitemap_download_maxsize,
                 "download_warnsize": self.sitemap_download_maxsize,
+                # a body that breaks off keeps the pages before the break ("truncated")
+                "download_fail_on_dataloss": False,
             },
         )
 
@@ -201,7 +236,7 @@ class SitemapsSpider(Spider):
         logger.warning("Sitemap %s failed: %s", visit.url, reason)
         yield self._node(visit, INVALID, reason)
 
-    def parse_sitemap(self, response: Response) -> Iterator[Any]:
+    async def parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
         """Callback for every sitemap and robots.txt response."""
         visit: Visit = response.meta[META_KEY]
         final_url = response.url
@@ -216,45 +251,62 @@ class SitemapsSpider(Spider):
                 return
             if visit.under_robots:
                 self._seen_under_robots.add(final_url)
-        reader = SitemapReader(response.body, final_url, is_robots=visit.role == "robots", limits=self.limits)
+        is_robots = visit.role == "robots"
+        body = response.body
+        broken_off = "dataloss" in response.flags
+        if broken_off:
+            opened: Any = self._readers.inline(body, final_url, is_robots)
+            if opened.kind in (TEXT, ROBOTS_TXT) and not body.startswith(b"\x1f\x8b"):
+                # the body broke off: its last line may be a URL cut short; keep whole lines only
+                opened = self._readers.inline(body[: body.rfind(b"\n") + 1], final_url, is_robots)
+        else:
+            opened = await self._readers.open(body, final_url, is_robots)
+        del body
         optional = visit.role in ("known", "robots")
-        if reader.kind == INVALID:
-            if optional:
-                logger.debug("%s is not a sitemap (%s); left out", visit.url, reader.detail)
+        async with opened as reader:
+            if reader.kind == INVALID:
+                if optional:
+                    logger.debug("%s is not a sitemap (%s); left out", visit.url, reader.detail)
+                    return
+                logger.warning("Sitemap %s is invalid: %s (%s)", visit.url, reader.error, reader.detail)
+                yield self._node(visit, INVALID, reader.error)
                 return
-            logger.warning("Sitemap %s is invalid: %s (%s)", visit.url, reader.error, reader.detail)
-            yield self._node(visit, INVALID, reader.error)
-            return
-        yield from self._read_entries(visit, reader, final_url, optional)
+            async for output in self._read_entries(visit, reader, final_url, optional, broken_off):
+                yield output
 
-    def _read_entries(self, visit: Visit, reader: SitemapReader, final_url: str, optional: bool) -> Iterator[Any]:
+    async def _read_entries(
+        self, visit: Visit, reader: Any, final_url: str, optional: bool, broken_off: bool = False
+    ) -> AsyncIterator[Any]:
         lineage = visit.ancestors | {visit.url, final_url}
         child_index = 0
         page_count = 0
         batch: list[SitemapPage] = []
         announced = False
-        for entry in reader:
+        redirected = visit.url != final_url
+        async for entries in reader.chunks():
             if not announced:
                 announced = True
                 yield self._node(visit, reader.kind, finished=False)
-            if type(entry) is SitemapPage:
-                if visit.url != final_url:
-                    entry.sitemap_url = visit.url
-                page_count += 1
-                if self.batch_size:
-                    batch.append(entry)
-                    if len(batch) >= self.batch_size:
-                        yield PageBatch(visit.url, visit.path, batch)
-                        batch = []
+            for entry in entries:
+                if type(entry) is SitemapPage:
+                    if redirected:
+                        entry.sitemap_url = visit.url
+                    page_count += 1
+                    if self.batch_size:
+                        batch.append(entry)
+                        if len(batch) >= self.batch_size:
+                            yield PageBatch(visit.url, visit.path, batch)
+                            batch = []
+                    else:
+                        yield entry
                 else:
-                    yield entry
-            else:
-                assert isinstance(entry, SitemapRef)
-                if not self._should_follow(entry.url, reader.kind):
-                    continue
-                child = Visit(entry.url, (*visit.path, child_index), visit.depth + 1, lineage, "child")
-                child_index += 1
-                yield from self._visit_child(child)
+                    assert isinstance(entry, SitemapRef)
+                    if not self._should_follow(entry.url, reader.kind):
+                        continue
+                    child = Visit(entry.url, (*visit.path, child_index), visit.depth + 1, lineage, "child")
+                    child_index += 1
+                    for output in self._visit_child(child):
+                        yield output
         if batch:
             yield PageBatch(visit.url, visit.path, batch)
         if optional and (reader.kind == INVALID or not announced):
@@ -262,7 +314,8 @@ class SitemapsSpider(Spider):
             return
         if reader.error:
             logger.warning("Sitemap %s: %s (%s)", visit.url, reader.error, reader.detail)
-        yield self._node(visit, reader.kind, reader.error, page_count)
+        error = reader.error or ("truncated" if broken_off else None)
+        yield self._node(visit, reader.kind, error, page_count)
 
     def _should_follow(self, url: str, parent_kind: str) -> bool:
         if parent_kind == ROBOTS_TXT:

@@ -1,0 +1,281 @@
+"""Reading sitemaps in the spider: inline, or in a parsing worker on another CPU core.
+
+Both readers offer the same interface: ``kind``, ``error``, ``detail`` and
+``chunks()``, an async iterator of lists of entries (pages or sub-sitemap
+references). Large bodies go to the worker (SITEMAP_CRAWL_PARSE_WORKER, on by
+default) so that parsing and exporting overlap; small ones are read inline,
+where a round trip would cost more than it saves. If the worker cannot start
+or dies, every body is read inline from then on and the log says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable
+from types import TracebackType
+from typing import Any
+
+from sitemap_crawl.items import SitemapPage, SitemapRef
+from sitemap_crawl.parsing import Limits, SitemapReader
+from sitemap_crawl.parsing.worker import HEADER_SIZE, decode_length, entry_from_tuple
+
+logger = logging.getLogger(__name__)
+
+Entry = SitemapPage | SitemapRef
+_PIPE_LIMIT = 1 << 26
+
+
+class InlineReader:
+    """A SitemapReader read in the spider's own process."""
+
+    def __init__(self, body: bytes, url: str, is_robots: bool, limits: Limits, chunk_size: int) -> None:
+        self._reader = SitemapReader(body, url, is_robots=is_robots, limits=limits)
+        self._chunk_size = chunk_size
+
+    @property
+    def kind(self) -> str:
+        return self._reader.kind
+
+    @property
+    def error(self) -> str | None:
+        return self._reader.error
+
+    @property
+    def detail(self) -> str | None:
+        return self._reader.detail
+
+    async def chunks(self) -> AsyncIterator[list[Entry]]:
+        entries = iter(self._reader)
+        while chunk := list(itertools.islice(entries, self._chunk_size)):
+            yield chunk
+
+    async def __aenter__(self) -> InlineReader:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+
+class WorkerReader:
+    """A body being read by the parsing worker; holds the worker until closed."""
+
+    def __init__(self, worker: ParseWorker, job_id: int, url: str, header: tuple[Any, ...]) -> None:
+        self._worker = worker
+        self._job_id = job_id
+        self._url = url
+        _tag, _job, self.kind, self.error, self.detail = header
+        self._done = False
+
+    async def chunks(self) -> AsyncIterator[list[Entry]]:
+        url = self._url
+        while not self._done:
+            message = await self._worker.receive()
+            tag = message[0]
+            if tag == "entries":
+                yield [entry_from_tuple(values, url) for values in message[2]]
+            elif tag == "done":
+                _tag, _job, self.kind, self.error, self.detail = message
+                self._done = True
+            else:  # "failed": a bug in the parser, reported instead of crashing the crawl
+                self.error, self.detail = "parse error", str(message[2])
+                self._done = True
+
+    async def drain(self) -> None:
+        while not self._done:
+            message = await self._worker.receive()
+            if message[0] in ("done", "failed"):
+                self._done = True
+
+
+class _WorkerSession:
+    """``async with`` wrapper: sends a job, gives its WorkerReader, frees the worker after.
+
+    Falls back to an InlineReader when the worker cannot be started or dies
+    before it has said anything about the body.
+    """
+
+    def __init__(self, worker: ParseWorker, job: tuple[Any, ...], fallback: Callable[[], InlineReader]) -> None:
+        self._worker = worker
+        self._job = job
+        self._fallback = fallback
+        self._reader: WorkerReader | None = None
+        self._locked = False
+
+    async def __aenter__(self) -> WorkerReader | InlineReader:
+        await self._worker.lock.acquire()
+        self._locked = True
+        try:
+            if await self._worker.start():
+                self._worker.send(self._job)
+                header = await self._worker.receive()
+                if header[0] == "failed":
+                    header = ("kind", self._job[0], "invalid", "parse error", str(header[2]))
+                self._reader = WorkerReader(self._worker, self._job[0], self._job[2], header)
+                if header[0] != "kind":
+                    self._reader._done = True
+                return self._reader
+        except WorkerGone:
+            pass
+        except BaseException:
+            self._release()
+            raise
+        self._release()
+        return self._fallback()
+
+    def _release(self) -> None:
+        if self._locked:
+            self._locked = False
+            self._worker.lock.release()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if self._reader is not None and self._locked:
+                if exc_type is None:
+                    await self._reader.drain()
+                else:
+                    self._worker.kill("abandoned in the middle of a sitemap")
+        except WorkerGone:
+            pass
+        finally:
+            self._release()
+
+
+class ParseWorker:
+    """The worker process and its pipe; one job at a time."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self._process: asyncio.subprocess.Process | None = None
+        self._job_ids = itertools.count(1)
+        self.broken = False
+
+    async def start(self) -> bool:
+        if self.broken:
+            return False
+        if self._process is not None and self._process.returncode is None:
+            return True
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "sitemap_crawl.parsing.worker",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                limit=_PIPE_LIMIT,
+                env=_worker_env(),
+            )
+        except (OSError, RuntimeError, NotImplementedError) as exc:
+            self._give_up(f"cannot start: {exc}")
+            return False
+        return True
+
+    def send(self, job: tuple[Any, ...]) -> None:
+        import pickle
+
+        assert self._process is not None and self._process.stdin is not None
+        data = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        self._process.stdin.write(len(data).to_bytes(HEADER_SIZE, "big") + data)
+
+    async def receive(self) -> tuple[Any, ...]:
+        import pickle
+
+        assert self._process is not None and self._process.stdout is not None
+        try:
+            header = await self._process.stdout.readexactly(HEADER_SIZE)
+            data = await self._process.stdout.readexactly(decode_length(header))
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            self._give_up(f"stopped answering ({exc})")
+            raise WorkerGone from exc
+        message: tuple[Any, ...] = pickle.loads(data)
+        return message
+
+    def session(
+        self,
+        body: bytes,
+        url: str,
+        is_robots: bool,
+        limits: Limits,
+        batch_size: int,
+        fallback: Callable[[], InlineReader],
+    ) -> _WorkerSession:
+        return _WorkerSession(self, (next(self._job_ids), body, url, is_robots, limits, batch_size), fallback)
+
+    def kill(self, why: str) -> None:
+        if self._process is not None and self._process.returncode is None:
+            logger.debug("Stopping the parsing worker: %s", why)
+            self._process.kill()
+        self._process = None
+
+    def _give_up(self, why: str) -> None:
+        if not self.broken:
+            logger.warning("Parsing worker %s; sitemaps are parsed in the crawl process from now on", why)
+        self.broken = True
+        self.kill(why)
+
+    async def close(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.returncode is not None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), timeout=5)
+        except TimeoutError:
+            process.kill()
+
+
+class WorkerGone(Exception):
+    """The parsing worker died while reading a sitemap."""
+
+
+class SitemapReaders:
+    """Opens a reader per body: the worker for large bodies, inline otherwise."""
+
+    def __init__(self, limits: Limits, chunk_size: int, use_worker: bool, worker_min_size: int) -> None:
+        self.limits = limits
+        self.chunk_size = max(1, chunk_size)
+        self.worker = ParseWorker() if use_worker and _asyncio_running() else None
+        self.worker_min_size = worker_min_size
+
+    async def open(self, body: bytes, url: str, is_robots: bool) -> Any:
+        """An async context manager giving a reader (InlineReader or WorkerReader)."""
+        worker = self.worker
+        if worker is not None and not worker.broken and not is_robots and len(body) >= self.worker_min_size:
+            return worker.session(
+                body, url, is_robots, self.limits, self.chunk_size, lambda: self.inline(body, url, is_robots)
+            )
+        return self.inline(body, url, is_robots)
+
+    def inline(self, body: bytes, url: str, is_robots: bool) -> InlineReader:
+        """A reader in this process (for small bodies, robots.txt and bodies that broke off)."""
+        return InlineReader(body, url, is_robots, self.limits, self.chunk_size)
+
+    async def close(self) -> None:
+        if self.worker is not None:
+            await self.worker.close()
+
+
+def _worker_env() -> dict[str, str]:
+    """The worker imports sitemap_crawl from where this process did: scrapyd, for one, puts
+    the project's egg on sys.path, not on PYTHONPATH, and the worker inherits only the latter."""
+    import os
+
+    import sitemap_crawl
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(sitemap_crawl.__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _asyncio_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
