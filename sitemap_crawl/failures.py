@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+)
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet import error as internet_error
 from twisted.python.failure import Failure
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
-_TIMEOUTS = (internet_error.TimeoutError, TimeoutError)
+_TIMEOUTS = (internet_error.TimeoutError, TimeoutError, DownloadTimeoutError)
 _CONNECTION_ERRORS = (
     internet_error.ConnectionRefusedError,
     internet_error.ConnectError,
@@ -17,6 +25,8 @@ _CONNECTION_ERRORS = (
     ResponseNeverReceived,
     ResponseFailed,
     ConnectionError,
+    DownloadFailedError,
+    ResponseDataLossError,  # Scrapy >= 2.14 wraps download errors in its own types
 )
 
 
@@ -40,9 +50,9 @@ def failure_reason(failure: Failure | BaseException) -> str:
         return f"ignored: {message}" if message else "ignored"
     if isinstance(error, _TIMEOUTS):
         return "timeout"
-    if isinstance(error, internet_error.DNSLookupError):
+    if isinstance(error, internet_error.DNSLookupError | CannotResolveHostError):
         return "DNS lookup failed"
-    if isinstance(error, internet_error.ConnectionRefusedError):
+    if isinstance(error, internet_error.ConnectionRefusedError | DownloadConnectionRefusedError):
         return "connection refused"
     if isinstance(error, _CONNECTION_ERRORS):
         return "connection error"

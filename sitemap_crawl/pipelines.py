@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
@@ -39,6 +40,8 @@ class SitemapTreePipeline:
         self.tree = SitemapTree()
         self.pages = 0
         self.nodes_seen = 0
+        self._summary: tuple[Any, ...] | None = None
+        crawler.signals.connect(self._log_summary, signal=signals.engine_stopped)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapTreePipeline:
@@ -76,13 +79,21 @@ class SitemapTreePipeline:
             logger.info("Sitemap tree written to %s", self.tree_file)
         kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(counts["by_kind"].items())) or "none"
         errors = ", ".join(f"{count} {reason}" for reason, count in sorted(counts["by_error"].items())) or "none"
-        logger.info(
+        self._summary = (
             "Sitemap tree:\n%s\nSitemaps: %s. Problems: %s. Pages: %d.",
             self.tree.render(self.tree_log_lines),
             kinds,
             errors,
             self.pages,
         )
+        if self.crawler.engine is None:  # not a running crawl (e.g. a unit test): log it now
+            self._log_summary()
+
+    def _log_summary(self) -> None:
+        """The tree and the counts, as the last lines of the crawl's log (after Scrapy's stats dump)."""
+        if self._summary is not None:
+            summary, self._summary = self._summary, None
+            logger.info(*summary)
 
 
 def write_json_atomically(path: Path, data: Any) -> None:

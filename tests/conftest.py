@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -15,9 +15,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests.support.crawl import CrawlRunner  # noqa: E402
-from tests.support.fixture_server import FixtureServer, RouteLike  # noqa: E402
-
-SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+from tests.support.fixture_server import FixtureServer, RouteLike, SiteFactory  # noqa: E402
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pytest
 from lxml import etree
@@ -39,9 +39,7 @@ from tests.support import (
     urlset,
 )
 from tests.support.crawl import CrawlRunner, build_command
-from tests.support.fixture_server import NOT_FOUND_BODY, RouteLike
-
-SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+from tests.support.fixture_server import NOT_FOUND_BODY, SiteFactory
 
 
 def fetch(site: FixtureServer, path: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
@@ -286,7 +284,7 @@ def test_records_requests(fixture_site: SiteFactory) -> None:
     assert first.header("x-missing") is None
     assert before <= first.time <= time.monotonic()
     assert site.paths() == ["/a", "/b", "/a"]
-    assert site.hits("/a") == 2
+    assert site.hits("/a") == site.hits(site.url("/a")) == 2
     assert site.hits("/b", method="GET") == 0
     assert site.hits("/b", method="HEAD") == 1
     assert site.wait_for("/a", count=2, timeout=1)
@@ -304,8 +302,9 @@ def test_context_manager_starts_and_stops() -> None:
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=1)
     idle.close()
-    with pytest.raises(RuntimeError):
-        _ = site.base
+    assert site.base == f"http://127.0.0.1:{port}"  # still known after stop
+    with pytest.raises(RuntimeError, match="not been started"):
+        _ = FixtureServer().base
 
 
 def test_route_validation() -> None:
@@ -360,7 +359,7 @@ def test_urlset() -> None:
         "changefreq",
         "priority",
     ]
-    assert second.findtext("sm:priority", NS) == "0.8"
+    assert second.findtext("sm:priority", namespaces=NS) == "0.8"
     assert len(xpath(root, "sm:url[3]/*", NS)) == 1
 
 
@@ -506,7 +505,7 @@ TREE: dict[str, Any] = {
 
 
 def export(
-    exporter_class: Callable[[BinaryIO], BaseItemExporter],
+    exporter_class: Callable[[Any], BaseItemExporter],
     path: Path,
     items: list[dict[str, Any]],
 ) -> None:
@@ -540,7 +539,7 @@ def result_for(tmp_path: Path, output_format: str | None, *, stderr: str = "") -
 def test_reads_json_feeds(
     tmp_path: Path,
     output_format: str,
-    exporter_class: Callable[[BinaryIO], BaseItemExporter],
+    exporter_class: Callable[[Any], BaseItemExporter],
 ) -> None:
     result = result_for(tmp_path, output_format)
     assert result.feed_path is not None

@@ -37,6 +37,11 @@ def normalize_date(text: str | None) -> str | None:
     if value[0].isdigit():
         if _REDUCED_PRECISION_DATE.fullmatch(value):
             return value
+        if len(value) == 8 and value.isdigit():  # ISO 8601 basic date: still a date
+            try:
+                return date.fromisoformat(value).isoformat()
+            except ValueError:
+                return None
         candidate = _SPACE_BEFORE_OFFSET.sub("", value)
         try:
             return datetime.fromisoformat(candidate).isoformat()

@@ -7,13 +7,22 @@ from dataclasses import dataclass, field
 
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.parsing import robots, text
-from sitemap_crawl.parsing.stream import BodyFormat, StreamError, decoded_stream
-from sitemap_crawl.parsing.xml import DIALECTS, Dialect, XmlProblem, find_root_name, iter_entries
+from sitemap_crawl.parsing.stream import BodyFormat, StreamError, decoded_stream, leading_text
+from sitemap_crawl.parsing.xml import (
+    DIALECTS,
+    Dialect,
+    XmlProblem,
+    _is_resource_limit,
+    _recover,
+    find_root_name,
+    iter_entries,
+)
 
 ROBOTS_TXT = "robots_txt"
 TEXT = "text"
 INVALID = "invalid"
 NOT_A_SITEMAP = "not a sitemap"
+SIZE_LIMIT = "size limit"
 
 DEFAULT_MAX_SIZE = 100 * 1024 * 1024
 PROTOCOL_MAX_CHILDREN = 50_000
@@ -34,6 +43,9 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+_LINE_MEMO_BYTES = 4 << 20
+"""Text-sitemap lines remembered to skip repeats cheaply (about this many bytes)."""
 
 
 class SitemapReader:
@@ -67,6 +79,14 @@ class SitemapReader:
             self.kind = INVALID
             self.error = NOT_A_SITEMAP
             self.detail = "empty body" if self._format is BodyFormat.EMPTY else "undecodable body"
+            if self._format is BodyFormat.EMPTY:
+                # no byte came out because the gzip stream is corrupt or cut: say so
+                try:
+                    for _chunk in self._chunks():
+                        pass
+                except StreamError as exc:
+                    self.error = exc.reason if exc.reason == SIZE_LIMIT else "parse error"
+                    self.detail = str(exc)
 
     def _chunks(self) -> Iterator[bytes]:
         return decoded_stream(self.body, self.limits.max_size, self.limits.max_gzip_layers)[2]
@@ -78,6 +98,9 @@ class SitemapReader:
             return self._dialect.kind
         if root is not None:
             self.error, self.detail = NOT_A_SITEMAP, f"root element <{root}>"
+        elif leading_text(self._head).lower().startswith(("<!doctype html", "<html")):
+            # HTML that lxml cannot read as XML at all (lower-case doctype, unquoted attributes)
+            self.error, self.detail = NOT_A_SITEMAP, "an HTML page"
         elif problem is not None and problem.startswith("size limit"):
             self.error, self.detail = "size limit", "no root element within the size cap"
         else:
@@ -105,8 +128,15 @@ class SitemapReader:
                 return
             self.entry_count += 1
             yield entry
-        if self.kind == TEXT and self.entry_count == 0 and self.error is None:
-            self.kind, self.error, self.detail = INVALID, NOT_A_SITEMAP, "no URL line"
+        if self.entry_count == 0 and self.error == SIZE_LIMIT:
+            # nothing was read before the cap: an invalid node, not an empty sitemap
+            self.kind = INVALID
+        elif self.kind == TEXT and self.entry_count == 0:
+            if self.error is not None:
+                self.detail = f"no URL line ({self.error}: {self.detail})"
+            else:
+                self.detail = "no URL line"
+            self.kind, self.error = INVALID, NOT_A_SITEMAP
 
     def _xml_entries(self) -> Iterator[SitemapPage | SitemapRef]:
         assert self._dialect is not None
@@ -115,14 +145,35 @@ class SitemapReader:
         except XmlProblem as problem:
             self.error = problem.reason
             self.detail = problem.detail
+            if problem.reason == "parse error":
+                limit = _resource_limit_name(problem.detail)
+                if limit is not None:
+                    self.error = f"parse error: {limit}"
+                if _is_resource_limit(problem.detail):
+                    # One of libxml2's limits (a text node over 10 MB, nesting deeper than
+                    # 256...) stopped the strict parser, which may drop the good entries it
+                    # had parsed just before. Read again in recover mode: the entries already
+                    # given are skipped by __iter__ (same URL), and recover mode sometimes
+                    # reads on past the problem.
+                    yield from _recover(self._chunks, self._dialect, self.url, skip=0)
 
     def _text_entries(self) -> Iterator[SitemapPage]:
+        # Lines already handled are skipped before any work: a gzip bomb of one line
+        # repeated millions of times costs a set lookup per line. The memo of lines
+        # stops growing after _LINE_MEMO_BYTES, so it stays small.
+        handled: set[bytes] = set()
+        memo_bytes = 0
         try:
-            for line in text.iter_lines(self._chunks(), self.limits.max_line_length):
+            for line in text.iter_lines(text.utf8_chunks(self._chunks(), self._head), self.limits.max_line_length):
                 if line is None:
                     self.error = "parse error"
                     self.detail = f"skipped a line longer than {self.limits.max_line_length} bytes"
                     continue
+                if line in handled:
+                    continue
+                if memo_bytes < _LINE_MEMO_BYTES:
+                    handled.add(line)
+                    memo_bytes += len(line) + 64
                 page = text.page_from_line(line, self.url)
                 if page is not None:
                     yield page
@@ -130,17 +181,37 @@ class SitemapReader:
             self.error, self.detail = exc.reason, str(exc)
 
     def _robots_entries(self) -> Iterator[SitemapRef]:
-        chunks: list[bytes] = []
-        try:
-            chunks.extend(self._chunks())
-        except StreamError as exc:
-            self.error, self.detail = exc.reason, str(exc)
-        content = robots.decode_robots(b"".join(chunks))
-        if robots.looks_like_html(content):
+        # Streamed line by line: a robots.txt of tens of MB (or one 50 MB line) costs no
+        # more memory than its body; lines over max_line_length are skipped.
+        if self._format is BodyFormat.EMPTY:
+            return
+        if robots.looks_like_html(robots.decode_robots(self._head)):
             self.kind, self.error, self.detail = INVALID, NOT_A_SITEMAP, "robots.txt is an HTML page"
             return
-        for url in robots.sitemap_urls_from_robots(content, self.url):
-            yield SitemapRef(url=url)
+        try:
+            lines = robots.iter_robots_lines(self._chunks(), self.limits.max_line_length)
+            for url in robots.iter_sitemap_urls(lines, self.url):
+                yield SitemapRef(url=url)
+        except StreamError as exc:
+            self.error, self.detail = exc.reason, str(exc)
+
+
+_RESOURCE_LIMITS = (
+    ("text node too long", "text node over 10 MB"),
+    ("excessive depth", "elements nested deeper than 256"),
+    ("amplification", "entity expansion"),
+    ("buffer size limit", "markup over 10 MB"),
+    ("resource limit", "resource limit"),
+)
+
+
+def _resource_limit_name(message: str) -> str | None:
+    """A short name for a libxml2 limit message (None for an ordinary syntax error)."""
+    lowered = message.lower()
+    for needle, name in _RESOURCE_LIMITS:
+        if needle in lowered:
+            return name
+    return None
 
 
 @dataclass(slots=True)

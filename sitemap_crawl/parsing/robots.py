@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterable, Iterator
 from urllib.parse import urljoin, urlsplit
 
 _DIRECTIVE = re.compile(r"^[\s\ufeff]*(?:ï»¿)?[\s\ufeff]*sitemaps?\s*:(.*)$", re.IGNORECASE)
@@ -11,19 +12,99 @@ _VALUE_JUNK = " \t\xa0\u200b\ufeffÂ"
 _HOST_LIKE = re.compile(r"^[\w-]+(?:\.[\w-]+)*\.([a-z]{2,})(?::\d+)?/", re.IGNORECASE)
 _FILE_EXTENSIONS = frozenset({"xml", "gz", "txt", "php", "html", "htm", "asp", "aspx", "jsp", "cgi", "rss"})
 _BARE_URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
+MAX_LINE_LENGTH = 64 * 1024
+"""Longest robots.txt line read (in characters); a longer line is skipped."""
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 
 
 def decode_robots(body: bytes) -> str:
     """robots.txt bytes as text: UTF-8/16/32 by BOM, else UTF-8 with replacement."""
-    for bom, encoding in (
-        (codecs.BOM_UTF32_LE, "utf-32"),
-        (codecs.BOM_UTF32_BE, "utf-32"),
-        (codecs.BOM_UTF16_LE, "utf-16"),
-        (codecs.BOM_UTF16_BE, "utf-16"),
-    ):
-        if body.startswith(bom):
-            return body.decode(encoding, "replace")
-    return body.decode("utf-8", "replace").removeprefix("\ufeff")
+    encoding = robots_encoding(body)
+    return body.decode(encoding, "replace").removeprefix("\ufeff")
+
+
+def robots_encoding(head: bytes) -> str:
+    """The encoding of a robots.txt judged from its first bytes: a UTF-16/32 BOM,
+    UTF-16 without BOM (an ASCII character next to a NUL), else UTF-8."""
+    for bom, encoding in _BOMS:
+        if head.startswith(bom):
+            return encoding
+    if len(head) >= 2 and (head[0] == 0) != (head[1] == 0):
+        return "utf-16-le" if head[1] == 0 else "utf-16-be"
+    return "utf-8"
+
+
+def iter_robots_lines(chunks: Iterable[bytes], max_line_length: int = MAX_LINE_LENGTH) -> Iterator[str | None]:
+    """The lines of a robots.txt byte stream, decoded chunk by chunk (memory stays bounded
+    however large the file is). CR, LF and CRLF end a line; a line longer than
+    ``max_line_length`` characters is not kept: ``None`` stands in its place.
+    """
+    splitter = _LineSplitter(max_line_length)
+    decoder: codecs.IncrementalDecoder | None = None
+    head = b""
+    for chunk in chunks:
+        if decoder is None:
+            head += chunk
+            if len(head) < 4:
+                continue
+            decoder = codecs.getincrementaldecoder(robots_encoding(head))("replace")
+            chunk, head = head, b""
+        yield from splitter.feed(decoder.decode(chunk))
+    if decoder is None:
+        decoder = codecs.getincrementaldecoder(robots_encoding(head))("replace")
+        yield from splitter.feed(decoder.decode(head))
+    yield from splitter.feed(decoder.decode(b"", final=True))
+    yield from splitter.close()
+
+
+class _LineSplitter:
+    """Text pieces in, lines out (CR, LF, CRLF; a BOM at the very start is dropped)."""
+
+    def __init__(self, max_line_length: int) -> None:
+        self.max_line_length = max_line_length
+        self.pending: list[str] = []
+        self.pending_length = 0
+        self.overlong = False
+        self.held_cr = False
+        self.started = False
+
+    def feed(self, text: str) -> Iterator[str | None]:
+        if not text:
+            return
+        if not self.started:
+            self.started, text = True, text.removeprefix("\ufeff")
+        if self.held_cr:
+            self.held_cr, text = False, "\r" + text
+        if text.endswith("\r"):
+            self.held_cr, text = True, text[:-1]  # may be the first half of a CRLF
+        parts = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        for part in parts[:-1]:
+            self._add(part)
+            yield self._take()
+        self._add(parts[-1])
+
+    def close(self) -> Iterator[str | None]:
+        if self.held_cr or self.pending or self.overlong:
+            yield self._take()
+
+    def _add(self, part: str) -> None:
+        if self.overlong or not part:
+            return
+        self.pending_length += len(part)
+        if self.pending_length > self.max_line_length:
+            self.overlong, self.pending = True, []
+        else:
+            self.pending.append(part)
+
+    def _take(self) -> str | None:
+        line = None if self.overlong else "".join(self.pending)
+        self.pending, self.pending_length, self.overlong = [], 0, False
+        return line
 
 
 def looks_like_html(text: str) -> bool:
@@ -41,10 +122,18 @@ def sitemap_urls_from_robots(text: str, robots_url: str) -> list[str]:
     gets the scheme of robots.txt. An empty directive takes the bare URL lines
     right after it.
     """
-    found: list[str] = []
+    return list(iter_sitemap_urls(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), robots_url))
+
+
+def iter_sitemap_urls(lines: Iterable[str | None], robots_url: str) -> Iterator[str]:
+    """The sitemap URLs declared by robots.txt lines (see :func:`sitemap_urls_from_robots`),
+    one at a time, without duplicates; a ``None`` line (too long to read) is skipped."""
     seen: set[str] = set()
     taking_bare_urls = False
-    for raw_line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+    for raw_line in lines:
+        if raw_line is None:
+            taking_bare_urls = False
+            continue
         line = raw_line.split("#", 1)[0]
         match = _DIRECTIVE.match(line)
         if match is not None:
@@ -60,8 +149,7 @@ def sitemap_urls_from_robots(text: str, robots_url: str) -> list[str]:
         url = _absolute(value.split()[0], robots_url)
         if url is not None and url not in seen:
             seen.add(url)
-            found.append(url)
-    return found
+            yield url
 
 
 def _absolute(value: str, robots_url: str) -> str | None:

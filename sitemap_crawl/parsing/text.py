@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterator
 
 from sitemap_crawl.items import SitemapPage
 from sitemap_crawl.parsing.fields import resolve_url
 
 MAX_LINE_LENGTH = 64 * 1024
+_UTF8_BOM = b"\xef\xbb\xbf"
+_SCHEMES = (b"http://", b"https://")
 
 
 def iter_lines(chunks: Iterator[bytes], max_line_length: int = MAX_LINE_LENGTH) -> Iterator[bytes | None]:
@@ -43,12 +46,36 @@ def iter_lines(chunks: Iterator[bytes], max_line_length: int = MAX_LINE_LENGTH) 
         yield b"".join(pending)
 
 
+def utf8_chunks(chunks: Iterator[bytes], head: bytes) -> Iterator[bytes]:
+    """``chunks`` as UTF-8: a UTF-16/32 body (told by the BOM at the start of ``head``,
+    its first bytes) is decoded on the fly; any other body is passed through."""
+    if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        encoding = "utf-32"
+    elif head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        encoding = "utf-16"
+    else:
+        return chunks
+    return _transcoded(chunks, codecs.getincrementaldecoder(encoding)("replace"))
+
+
+def _transcoded(chunks: Iterator[bytes], decoder: codecs.IncrementalDecoder) -> Iterator[bytes]:
+    for chunk in chunks:
+        decoded = decoder.decode(chunk)
+        if decoded:
+            yield decoded.encode("utf-8", "replace")
+    rest = decoder.decode(b"", final=True)
+    if rest:
+        yield rest.encode("utf-8", "replace")
+
+
 def page_from_line(line: bytes, sitemap_url: str) -> SitemapPage | None:
     """A page from one text-sitemap line, or None when the line is not a URL."""
     value = line.strip()
-    if value[:4].lower() != b"http" or b" " in value or b"\t" in value:
+    if value.startswith(_UTF8_BOM):  # a BOM before the first line
+        value = value[len(_UTF8_BOM) :].lstrip()
+    if not value[:8].lower().startswith(_SCHEMES) or b" " in value or b"\t" in value:
         return None
-    url = resolve_url(value.decode("utf-8", "replace").lstrip("\ufeff"), sitemap_url)
+    url = resolve_url(value.decode("utf-8", "replace"), sitemap_url)
     if url is None or not url.lower().startswith(("http://", "https://")):
         return None
     return SitemapPage(url=url, sitemap_url=sitemap_url)

@@ -8,12 +8,13 @@ on ``sys.path``).
 from .crawl import (
     REPO_ROOT,
     CrawlResult,
+    CrawlRunner,
     CrawlTimeoutError,
     RunningCrawl,
     run_crawl,
     start_crawl,
 )
-from .fixture_server import FixtureServer, RecordedRequest, Route
+from .fixture_server import FixtureServer, RecordedRequest, Route, RouteLike, SiteFactory
 from .sitemaps import (
     SITEMAP_NS,
     atom,
@@ -29,11 +30,14 @@ __all__ = [
     "REPO_ROOT",
     "SITEMAP_NS",
     "CrawlResult",
+    "CrawlRunner",
     "CrawlTimeoutError",
     "FixtureServer",
     "RecordedRequest",
     "Route",
+    "RouteLike",
     "RunningCrawl",
+    "SiteFactory",
     "atom",
     "gzip_bytes",
     "robots",

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 from urllib.parse import urlsplit
 
-__all__ = ["FixtureServer", "RecordedRequest", "Route", "guess_content_type"]
+__all__ = ["FixtureServer", "RecordedRequest", "Route", "RouteLike", "SiteFactory", "guess_content_type"]
 
 BASE_PLACEHOLDER = "{base}"
 
@@ -60,7 +60,8 @@ class Route:
     delay: seconds to wait before answering (after the request is recorded).
     trickle: ``(n, t)``: send the body n bytes at a time, sleeping t seconds
         between pieces; without ``chunked`` there is no Content-Length and the
-        connection is closed after the body.
+        connection is closed after the body (Scrapy then flags the response
+        "partial"; add ``chunked=True`` for a slow body that is known complete).
     chunked: send the body with ``Transfer-Encoding: chunked`` (keeps keep-alive;
         one chunk, or one per trickle piece).
     gzip_encoding: gzip the (rendered) body and send ``Content-Encoding: gzip``.
@@ -105,6 +106,7 @@ class Route:
 
 
 RouteLike = Route | str | bytes
+"""A Route, or a bare body served as ``Route(body)``."""
 
 
 def _as_route(value: RouteLike) -> Route:
@@ -319,6 +321,7 @@ class FixtureServer:
         self._condition = threading.Condition()
         self._server: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._port: int | None = None
 
     # -- routes -------------------------------------------------------------------------
 
@@ -341,6 +344,7 @@ class FixtureServer:
             return self
         server = _HTTPServer((self.host, 0), self)
         self._server = server
+        self._port = server.server_port
         self._thread = threading.Thread(
             target=server.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -377,9 +381,10 @@ class FixtureServer:
 
     @property
     def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("the fixture server is not started")
-        return self._server.server_port
+        """The ephemeral port; still known after stop() (for assertions and late handlers)."""
+        if self._port is None:
+            raise RuntimeError("the fixture server has not been started")
+        return self._port
 
     @property
     def base(self) -> str:
@@ -411,10 +416,13 @@ class FixtureServer:
             return list(self._requests)
 
     def requests_for(self, path: str, method: str | None = None) -> list[RecordedRequest]:
+        """The requests of ``path`` (exact request target, or an absolute URL on this site)."""
+        if path.startswith(self.base):
+            path = path[len(self.base) :] or "/"
         return [r for r in self.requests if r.path == path and (method is None or r.method == method)]
 
     def hits(self, path: str, method: str | None = None) -> int:
-        """How many times ``path`` (exact request target) was requested."""
+        """How many times ``path`` (exact request target, or an absolute URL on this site) was requested."""
         return len(self.requests_for(path, method))
 
     def paths(self) -> list[str]:
@@ -454,3 +462,9 @@ class FixtureServer:
             attempt = self._attempts.get(path, 0)
             self._attempts[path] = attempt + 1
         return attempt < route.fail_times
+
+
+class SiteFactory(Protocol):
+    """The type of the ``fixture_site`` fixture: routes in, a started FixtureServer out."""
+
+    def __call__(self, routes: Mapping[str, RouteLike] | None = None) -> FixtureServer: ...

@@ -1,0 +1,323 @@
+"""Spider arguments, end to end (CONTRACT.md, "Running it"): homepage normalisation,
+sitemap_urls (http, file, robots.txt), use_robots / use_known_paths / extra_known_paths,
+follow / deny, boolean spellings, and bad arguments (one clear error line, no traceback)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+from tests.support import FixtureServer, Route, gzip_bytes, robots, sitemapindex, text_sitemap, urlset
+from tests.support.crawl import CrawlRunner
+from tests.support.fixture_server import RouteLike
+
+SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+
+FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
+ONE_AT_A_TIME = {**FAST, "CONCURRENT_REQUESTS": 1}
+KNOWN_PATH_COUNT = 14
+
+
+def node(url: str, kind: str, *children: dict, error: str | None = None, pages: int = 0) -> dict:
+    return {"url": url, "kind": kind, "error": error, "page_count": pages, "sub_sitemaps": list(children)}
+
+
+# -- homepage ------------------------------------------------------------------------------
+
+
+def test_homepage_is_reduced_to_the_site_root(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site({"/robots.txt": robots("{base}/s.xml"), "/s.xml": urlset("{base}/a")})
+    homepage = f"HTTP://127.0.0.1:{site.port}/Some/Deep/page.html?q=1#top"
+
+    result = crawl({"homepage": homepage, "use_known_paths": False}, settings=FAST).assert_ok()
+
+    assert result.tree == node(
+        site.base + "/",
+        "website",
+        node(site.url("/robots.txt"), "robots_txt", node(site.url("/s.xml"), "xml_urlset", pages=1)),
+    )
+    assert site.paths() == ["/robots.txt", "/s.xml"]
+
+
+def test_normalize_homepage_false_keeps_the_path(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/root-only.xml"),
+            "/blog/robots.txt": robots("{base}/blog/declared.xml"),
+            "/blog/declared.xml": urlset("{base}/blog/a"),
+            "/blog/sitemap.xml": urlset("{base}/blog/b"),
+        }
+    )
+
+    result = crawl({"homepage": site.base + "/blog", "normalize_homepage": "false"}, settings=FAST).assert_ok()
+
+    home = site.base + "/blog/"
+    assert result.tree == node(
+        home,
+        "website",
+        node(home + "robots.txt", "robots_txt", node(home + "declared.xml", "xml_urlset", pages=1)),
+        node(home + "sitemap.xml", "xml_urlset", pages=1),
+    ), result.tree_text()
+    assert all(path.startswith("/blog/") for path in site.paths()), site.paths()
+    assert len(site.paths()) == 2 + KNOWN_PATH_COUNT
+    assert sorted(result.urls()) == [home + "a", home + "b"]
+
+
+# -- booleans ------------------------------------------------------------------------------
+
+BOOLEAN_CASES = [
+    # use_robots, use_known_paths, normalize_homepage
+    ("true", "false", "no"),
+    ("1", "0", "0"),
+    ("yes", "no", "false"),
+    ("false", "true", "yes"),
+    ("0", "1", "1"),
+    ("no", "yes", "true"),
+    ("TRUE", "FALSE", "NO"),
+    ("No", "Yes", "True"),
+]
+TRUE_SPELLINGS = {"true", "1", "yes"}
+
+
+def test_boolean_arguments_accept_every_spelling(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    runs = []
+    for use_robots, use_known_paths, normalize in BOOLEAN_CASES:
+        site = fixture_site({"/deep/robots.txt": robots(), "/robots.txt": robots()})
+        running = crawl.start(
+            {
+                "homepage": site.base + "/deep/",
+                "use_robots": use_robots,
+                "use_known_paths": use_known_paths,
+                "normalize_homepage": normalize,
+            },
+            settings=FAST,
+        )
+        runs.append((site, running, use_robots, use_known_paths, normalize))
+    for site, running, use_robots, use_known_paths, normalize in runs:
+        case = (use_robots, use_known_paths, normalize)
+        running.wait(60).assert_ok()
+        prefix = "/" if normalize.lower() in TRUE_SPELLINGS else "/deep/"
+        paths = site.paths()
+        assert all(path.startswith(prefix) for path in paths), (case, paths)
+        robots_hits = site.hits(prefix + "robots.txt")
+        assert robots_hits == (1 if use_robots.lower() in TRUE_SPELLINGS else 0), (case, paths)
+        known = len(paths) - robots_hits
+        assert known == (KNOWN_PATH_COUNT if use_known_paths.lower() in TRUE_SPELLINGS else 0), (case, paths)
+
+
+def test_extra_known_paths_are_probed_even_without_the_standard_ones(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    site = fixture_site({"/maps/custom.xml": urlset("{base}/a"), "/sitemap.xml": urlset("{base}/never")})
+
+    result = crawl(
+        {"homepage": site.base, "use_known_paths": "no", "extra_known_paths": "maps/custom.xml,/missing.xml"},
+        settings=ONE_AT_A_TIME,
+    ).assert_ok()
+
+    assert site.paths() == ["/robots.txt", "/maps/custom.xml", "/missing.xml"]
+    assert result.tree == node(site.base + "/", "website", node(site.url("/maps/custom.xml"), "xml_urlset", pages=1))
+    assert result.urls() == [site.url("/a")]
+
+
+# -- sitemap_urls --------------------------------------------------------------------------
+
+
+def test_sitemap_urls_skip_discovery(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/from-robots.xml"),
+            "/sitemap.xml": urlset("{base}/known"),
+            "/a.xml": urlset("{base}/a1", "{base}/a2"),
+            "/b.txt": text_sitemap("{base}/b1"),
+            "/c.xml": sitemapindex("{base}/c-child.xml"),
+            "/c-child.xml": urlset("{base}/c1"),
+        }
+    )
+
+    result = crawl(
+        {"sitemap_urls": f"{site.base}/a.xml, {site.base}/b.txt,{site.base}/c.xml"},
+        settings=ONE_AT_A_TIME,
+    ).assert_ok()
+
+    assert result.tree == node(
+        site.base + "/",
+        "website",
+        node(site.url("/a.xml"), "xml_urlset", pages=2),
+        node(site.url("/b.txt"), "text", pages=1),
+        node(site.url("/c.xml"), "xml_index", node(site.url("/c-child.xml"), "xml_urlset", pages=1)),
+    ), result.tree_text()
+    assert result.urls() == [site.url(path) for path in ("/a1", "/a2", "/b1", "/c1")]
+    assert site.paths() == ["/a.xml", "/b.txt", "/c.xml", "/c-child.xml"]
+
+
+def test_sitemap_urls_with_a_homepage_names_the_website_node(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site({"/robots.txt": robots("{base}/x.xml"), "/a.xml": urlset("{base}/a1")})
+
+    result = crawl(
+        {"homepage": site.base + "/shop/index.html", "sitemap_urls": site.url("/a.xml")},
+        settings=FAST,
+    ).assert_ok()
+
+    assert result.tree == node(site.base + "/", "website", node(site.url("/a.xml"), "xml_urlset", pages=1))
+    assert site.paths() == ["/a.xml"]
+
+
+def test_sitemap_urls_accept_file_urls(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    site = fixture_site({"/remote.xml": urlset("{base}/remote-page")})
+    local = tmp_path / "local sitemaps"
+    local.mkdir()
+    secret = local / "secret.xml"
+    secret.write_text(urlset("http://secret.invalid/"), encoding="utf-8")
+    # only start URLs may be file URLs: a file URL declared inside a sitemap is never read
+    (local / "index.xml").write_text(sitemapindex(site.url("/remote.xml"), secret.as_uri()), encoding="utf-8")
+    (local / "pages.xml.gz").write_bytes(gzip_bytes(urlset(site.url("/p1"), site.url("/p2"))))
+    index_url = (local / "index.xml").as_uri()
+    pages_url = (local / "pages.xml.gz").as_uri()
+
+    result = crawl({"sitemap_urls": f"{index_url},{pages_url}"}, settings=ONE_AT_A_TIME).assert_ok()
+
+    assert result.tree is not None
+    assert result.tree["kind"] == "website"
+    assert result.tree["sub_sitemaps"] == [
+        node(index_url, "xml_index", node(site.url("/remote.xml"), "xml_urlset", pages=1)),
+        node(pages_url, "xml_urlset", pages=2),
+    ], result.tree_text()
+    assert sorted((page["url"], page["sitemap_url"]) for page in result.pages) == [
+        (site.url("/p1"), pages_url),
+        (site.url("/p2"), pages_url),
+        (site.url("/remote-page"), site.url("/remote.xml")),
+    ]
+
+
+def test_sitemap_urls_may_name_a_robots_txt(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/a.xml", "/b.xml"),
+            "/a.xml": urlset("{base}/a1"),
+            "/b.xml": urlset("{base}/b1"),
+            "/sitemap.xml": urlset("{base}/known"),
+        }
+    )
+
+    result = crawl({"sitemap_urls": site.url("/robots.txt")}, settings=ONE_AT_A_TIME).assert_ok()
+
+    assert result.tree == node(
+        site.base + "/",
+        "website",
+        node(
+            site.url("/robots.txt"),
+            "robots_txt",
+            node(site.url("/a.xml"), "xml_urlset", pages=1),
+            node(site.url("/b.xml"), "xml_urlset", pages=1),
+        ),
+    )
+    assert result.urls() == [site.url("/a1"), site.url("/b1")]
+    assert site.paths() == ["/robots.txt", "/a.xml", "/b.xml"]
+
+
+# -- follow / deny -------------------------------------------------------------------------
+
+
+def test_follow_and_deny_choose_the_sub_sitemaps_fetched(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            # robots.txt's own sitemaps and the known paths are not sub-sitemaps: never filtered
+            "/robots.txt": robots("{base}/sitemap_index.xml"),
+            "/sitemap_index.xml": sitemapindex(
+                "{base}/products-1.xml",
+                "{base}/posts.xml",
+                "{base}/products-old.xml",
+                "{base}/all-products-2.xml",
+            ),
+            "/products-1.xml": sitemapindex("{base}/products-1a.xml", "{base}/blog.xml"),
+            "/products-1a.xml": urlset("{base}/p1a"),
+            "/all-products-2.xml": urlset("{base}/p2"),
+            "/posts.xml": urlset("{base}/post"),
+            "/products-old.xml": urlset("{base}/old"),
+            "/blog.xml": urlset("{base}/blog"),
+            "/sitemap-news.xml": urlset("{base}/news"),
+        }
+    )
+
+    result = crawl({"homepage": site.base, "follow": "products", "deny": r"old|\.txt$"}, settings=FAST).assert_ok()
+
+    base = site.base
+    assert result.tree == node(
+        base + "/",
+        "website",
+        node(
+            base + "/robots.txt",
+            "robots_txt",
+            node(
+                base + "/sitemap_index.xml",
+                "xml_index",
+                node(base + "/products-1.xml", "xml_index", node(base + "/products-1a.xml", "xml_urlset", pages=1)),
+                node(base + "/all-products-2.xml", "xml_urlset", pages=1),  # follow is a search, not a full match
+            ),
+        ),
+        node(base + "/sitemap-news.xml", "xml_urlset", pages=1),
+    ), result.tree_text()
+    assert sorted(result.urls()) == [base + "/news", base + "/p1a", base + "/p2"]
+    for path in ("/posts.xml", "/products-old.xml", "/blog.xml"):
+        assert site.hits(path) == 0, path
+
+
+# -- bad arguments -------------------------------------------------------------------------
+
+BAD_ARGUMENTS = {
+    "no homepage": ({}, "homepage"),
+    "ftp homepage": ({"homepage": "ftp://example.org/"}, "homepage"),
+    "broken follow regex": ({"homepage": "http://127.0.0.1:9/", "follow": "(products"}, "follow"),
+    "broken deny regex": ({"homepage": "http://127.0.0.1:9/", "deny": "[a-"}, "deny"),
+    "bad boolean": ({"homepage": "http://127.0.0.1:9/", "use_robots": "maybe"}, "use_robots"),
+    "ftp sitemap url": ({"sitemap_urls": "ftp://example.org/sitemap.xml"}, "sitemap_urls"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ARGUMENTS))
+def test_a_bad_argument_stops_the_crawl_with_one_error_line(crawl: CrawlRunner, case: str) -> None:
+    arguments, named = BAD_ARGUMENTS[case]
+
+    result = crawl(arguments, settings=FAST, timeout=60)
+
+    assert result.returncode != 0
+    assert "Traceback" not in result.log, result.log
+    errors = result.log_lines("ERROR") + result.log_lines("CRITICAL")
+    assert len(errors) == 1, result.log
+    assert named in errors[0]
+    assert result.log.count("\n", result.log.index(errors[0])) == 1, "the error line is the last line of the log"
+    assert result.tree is None
+    assert not result.log_has("Spider opened")
+
+
+def test_a_valid_regex_with_special_characters_is_accepted(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/index.xml"),
+            "/index.xml": sitemapindex("{base}/a.xml?page=1", "{base}/a.xml?page=2"),
+            "/a.xml?page=1": urlset("{base}/one"),
+            "/a.xml?page=2": Route(urlset("{base}/two")),
+        }
+    )
+
+    result = crawl(
+        {"homepage": site.base, "use_known_paths": False, "follow": r"\?page=\d$", "deny": r"page=2"},
+        settings=FAST,
+    ).assert_ok()
+
+    assert result.urls() == [site.url("/one")]
+    assert site.hits("/a.xml?page=2") == 0
+
+
+def test_with_robots_and_known_paths_off_nothing_is_fetched(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site({"/robots.txt": robots("{base}/s.xml"), "/sitemap.xml": urlset("{base}/a")})
+
+    result = crawl({"homepage": site.base, "use_robots": "no", "use_known_paths": "0"}, settings=FAST).assert_ok()
+
+    assert site.paths() == []
+    assert result.tree == node(site.base + "/", "website")
+    assert result.pages == []
+    assert any("nothing will be fetched" in line for line in result.log_lines("WARNING")), result.log[-3000:]

@@ -1,0 +1,276 @@
+"""Deduplication, order, loops and depth, end to end (CONTRACT.md, "Deduplication and order")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from tests.support import FixtureServer, Route, robots, sitemapindex, text_sitemap, urlset
+from tests.support.crawl import CrawlRunner
+from tests.support.fixture_server import RouteLike
+
+SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+
+FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
+ONE_AT_A_TIME = {**FAST, "CONCURRENT_REQUESTS": 1}
+
+
+def node(url: str, kind: str, *children: dict, error: str | None = None, pages: int = 0) -> dict:
+    return {"url": url, "kind": kind, "error": error, "page_count": pages, "sub_sitemaps": list(children)}
+
+
+def test_duplicates_within_an_index_and_within_a_urlset(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/index.xml", "{base}/index.xml"),
+            "/index.xml": sitemapindex(
+                "{base}/a.xml",
+                "{base}/b.xml",
+                {"loc": "{base}/a.xml", "lastmod": "2024-01-01"},  # declared again: not fetched again
+                "{base}/b.xml",
+            ),
+            "/a.xml": urlset(
+                {"loc": "{base}/p1", "priority": "0.9"},
+                "{base}/p2",
+                {"loc": "{base}/p1", "priority": "0.1"},  # the first declaration is kept
+                "/p2",  # the same page, relative
+            ),
+            "/b.xml": text_sitemap("{base}/q1", "{base}/q1", "{base}/q2"),
+        }
+    )
+
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=FAST).assert_ok()
+
+    base = site.base
+    assert result.tree == node(
+        base + "/",
+        "website",
+        node(
+            base + "/robots.txt",
+            "robots_txt",
+            node(
+                base + "/index.xml",
+                "xml_index",
+                node(base + "/a.xml", "xml_urlset", pages=2),
+                node(base + "/b.xml", "text", pages=2),
+            ),
+        ),
+    ), result.tree_text()
+    assert site.hits("/index.xml") == 1
+    assert site.hits("/a.xml") == 1
+    assert site.hits("/b.xml") == 1
+    assert sorted(result.urls()) == [base + "/p1", base + "/p2", base + "/q1", base + "/q2"]
+    p1 = next(page for page in result.pages if page["url"] == base + "/p1")
+    assert p1["priority"] == 0.9
+
+
+def test_a_sitemap_in_two_indexes_appears_twice(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/index-1.xml", "{base}/index-2.xml"),
+            "/index-1.xml": sitemapindex("{base}/shared.xml", "{base}/own-1.xml"),
+            "/index-2.xml": sitemapindex("{base}/own-2.xml", "{base}/shared.xml"),
+            "/shared.xml": urlset("{base}/s1", "{base}/s2"),
+            "/own-1.xml": urlset("{base}/o1"),
+            "/own-2.xml": urlset("{base}/o2"),
+            # a known path that robots.txt did not declare, listing the shared sitemap a third time
+            "/sitemap.xml": sitemapindex("{base}/shared.xml"),
+        }
+    )
+
+    result = crawl({"homepage": site.base}, settings=FAST).assert_ok()
+
+    base = site.base
+    shared = node(base + "/shared.xml", "xml_urlset", pages=2)
+    assert result.tree == node(
+        base + "/",
+        "website",
+        node(
+            base + "/robots.txt",
+            "robots_txt",
+            node(base + "/index-1.xml", "xml_index", shared, node(base + "/own-1.xml", "xml_urlset", pages=1)),
+            node(base + "/index-2.xml", "xml_index", node(base + "/own-2.xml", "xml_urlset", pages=1), shared),
+        ),
+        node(base + "/sitemap.xml", "xml_index", shared),
+    ), result.tree_text()
+    assert len(result.node(base + "/shared.xml")) == 3
+    # Scrapy's duplicate filter does not apply: each declaration is fetched
+    assert site.hits("/shared.xml") == 3
+    urls = result.urls()
+    assert urls.count(base + "/s1") == urls.count(base + "/s2") == 3
+    assert urls.count(base + "/o1") == urls.count(base + "/o2") == 1
+    assert len(urls) == 8
+    assert result.stats["sitemap_crawl/pages"] == 8
+
+
+def test_document_order_is_preserved(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    names = [f"child-{n:02d}.xml" for n in (7, 3, 11, 1, 9, 5, 2, 10, 4, 8, 6, 12)]
+    page_ids = [37, 5, 81, 2, 64, 13, 99, 40, 1, 58, 22, 70, 8, 91, 33, 16, 49, 77, 3, 60]
+    routes: dict[str, RouteLike] = {
+        "/robots.txt": robots("{base}/zz-last.xml", "{base}/index.xml", "{base}/aa-first.xml"),
+        "/zz-last.xml": urlset(*(f"{{base}}/z/{i}" for i in page_ids)),
+        "/aa-first.xml": text_sitemap(*(f"{{base}}/a/{i}" for i in reversed(page_ids))),
+        "/index.xml": sitemapindex(*(f"{{base}}/{name}" for name in names)),
+    }
+    for index, name in enumerate(names):
+        # later children answer sooner: the tree still follows the document
+        routes[f"/{name}"] = Route(urlset(f"{{base}}/{name}/page"), delay=0.02 * (len(names) - index))
+    site = fixture_site(routes)
+
+    result = crawl(
+        {"homepage": site.base, "use_known_paths": False},
+        settings={**FAST, "SITEMAP_CRAWL_BATCH_SIZE": 7},
+    ).assert_ok()
+
+    assert result.tree is not None
+    robots_node = result.tree["sub_sitemaps"][0]
+    assert [child["url"] for child in robots_node["sub_sitemaps"]] == [
+        site.url("/zz-last.xml"),
+        site.url("/index.xml"),
+        site.url("/aa-first.xml"),
+    ]
+    index_node = robots_node["sub_sitemaps"][1]
+    assert [child["url"] for child in index_node["sub_sitemaps"]] == [site.url("/" + name) for name in names]
+    # within a sitemap, pages keep their document order (across batches of 7)
+    by_sitemap: dict[str, list[str]] = {}
+    for page in result.pages:
+        by_sitemap.setdefault(page["sitemap_url"], []).append(page["url"])
+    assert by_sitemap[site.url("/zz-last.xml")] == [site.url(f"/z/{i}") for i in page_ids]
+    assert by_sitemap[site.url("/aa-first.xml")] == [site.url(f"/a/{i}") for i in reversed(page_ids)]
+
+
+def test_sibling_sitemaps_are_fetched_in_document_order(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    names = ["m.xml", "c.xml", "x.xml", "a.xml", "q.xml"]
+    routes: dict[str, RouteLike] = {
+        "/robots.txt": robots("{base}/index.xml"),
+        "/index.xml": sitemapindex(*(f"{{base}}/{name}" for name in names)),
+    }
+    for name in names:
+        routes[f"/{name}"] = urlset(f"{{base}}/{name}/1", f"{{base}}/{name}/2")
+    site = fixture_site(routes)
+
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=ONE_AT_A_TIME).assert_ok()
+
+    assert site.paths() == ["/robots.txt", "/index.xml"] + [f"/{name}" for name in names]
+    assert result.urls() == [site.url(f"/{name}/{n}") for name in names for n in (1, 2)]
+
+
+def test_loops_become_invalid_nodes(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/self.xml", "{base}/a.xml", "{base}/r.xml"),
+            # an index listing itself
+            "/self.xml": sitemapindex("{base}/self.xml", "{base}/leaf.xml"),
+            # A -> B -> A
+            "/a.xml": sitemapindex("{base}/b.xml"),
+            "/b.xml": sitemapindex("{base}/a.xml", "{base}/leaf.xml"),
+            # R -> hop.xml, which redirects back to R
+            "/r.xml": sitemapindex("{base}/hop.xml"),
+            "/hop.xml": Route(redirect_to="{base}/r.xml"),
+            "/leaf.xml": urlset("{base}/leaf-page"),
+        }
+    )
+
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=FAST).assert_ok()
+
+    base = site.base
+    leaf = node(base + "/leaf.xml", "xml_urlset", pages=1)
+    assert result.tree == node(
+        base + "/",
+        "website",
+        node(
+            base + "/robots.txt",
+            "robots_txt",
+            node(base + "/self.xml", "xml_index", node(base + "/self.xml", "invalid", error="loop"), leaf),
+            node(
+                base + "/a.xml",
+                "xml_index",
+                node(base + "/b.xml", "xml_index", node(base + "/a.xml", "invalid", error="loop"), leaf),
+            ),
+            node(base + "/r.xml", "xml_index", node(base + "/hop.xml", "invalid", error="loop")),
+        ),
+    ), result.tree_text()
+    # a loop is not fetched again (the redirect is followed once, then recognised)
+    assert site.hits("/self.xml") == 1
+    assert site.hits("/a.xml") == 1
+    assert site.hits("/r.xml") == 2
+    assert result.urls() == [base + "/leaf-page"] * 2
+    assert result.stats["sitemap_crawl/errors/loop"] == 3
+    assert result.stats["sitemap_crawl/sitemaps/invalid"] == 3
+
+
+def chain(prefix: str, length: int) -> dict[str, RouteLike]:
+    """{prefix}1.xml -> {prefix}2.xml -> ... -> {prefix}{length}.xml, a urlset."""
+    routes: dict[str, RouteLike] = {}
+    for level in range(1, length):
+        routes[f"/{prefix}{level}.xml"] = sitemapindex(f"{{base}}/{prefix}{level + 1}.xml")
+    routes[f"/{prefix}{length}.xml"] = urlset(f"{{base}}/{prefix}-page")
+    return routes
+
+
+def chain_depths(tree: dict) -> list[tuple[int, str, str, str | None]]:
+    """(level, url path, kind, error) along the first-child chain of a tree node."""
+    found = []
+    level = 0
+    current = tree
+    while True:
+        found.append((level, current["url"].split("/", 3)[-1], current["kind"], current["error"]))
+        if not current["sub_sitemaps"]:
+            return found
+        current = current["sub_sitemaps"][0]
+        level += 1
+
+
+def test_depth_limit_counts_levels_below_robots_txt_and_below_a_known_path(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    site = fixture_site({"/robots.txt": robots("{base}/r1.xml"), "/sitemap.xml": sitemapindex("{base}/k1.xml")})
+    for path, route in {**chain("r", 4), **chain("k", 4)}.items():
+        site[path] = route
+
+    result = crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_MAX_DEPTH": 2}).assert_ok()
+
+    assert result.tree is not None
+    robots_branch, known_branch = result.tree["sub_sitemaps"]
+    # robots.txt is level 0, the sitemaps it declares level 1
+    assert chain_depths(robots_branch) == [
+        (0, "robots.txt", "robots_txt", None),
+        (1, "r1.xml", "xml_index", None),
+        (2, "r2.xml", "xml_index", None),
+        (3, "r3.xml", "invalid", "depth limit"),
+    ]
+    # a known-path sitemap is level 0 too
+    assert chain_depths(known_branch) == [
+        (0, "sitemap.xml", "xml_index", None),
+        (1, "k1.xml", "xml_index", None),
+        (2, "k2.xml", "xml_index", None),
+        (3, "k3.xml", "invalid", "depth limit"),
+    ]
+    assert site.hits("/r3.xml") == site.hits("/k3.xml") == 0
+    assert result.pages == []
+    assert result.stats["sitemap_crawl/errors/depth limit"] == 2
+
+
+def test_default_depth_limit_is_ten_levels(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site({"/robots.txt": robots("{base}/d1.xml"), **chain("d", 12)})
+
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=FAST).assert_ok()
+
+    assert result.tree is not None
+    levels = chain_depths(result.tree["sub_sitemaps"][0])
+    assert levels[-2:] == [(10, "d10.xml", "xml_index", None), (11, "d11.xml", "invalid", "depth limit")]
+    assert site.hits("/d10.xml") == 1
+    assert site.hits("/d11.xml") == 0
+    assert result.pages == []
+
+
+def test_depth_limit_also_applies_below_start_urls(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(chain("s", 3))
+
+    result = crawl({"sitemap_urls": site.url("/s1.xml")}, settings={**FAST, "SITEMAP_CRAWL_MAX_DEPTH": 1}).assert_ok()
+
+    assert result.tree is not None
+    assert chain_depths(result.tree["sub_sitemaps"][0]) == [
+        (0, "s1.xml", "xml_index", None),
+        (1, "s2.xml", "xml_index", None),
+        (2, "s3.xml", "invalid", "depth limit"),
+    ]

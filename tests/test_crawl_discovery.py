@@ -1,0 +1,250 @@
+"""Discovery, end to end: robots.txt ``Sitemap:`` lines, then the well-known paths, under
+one ``website`` node (CONTRACT.md, "Discovery order").
+
+Every test runs the real ``scrapy crawl sitemaps`` command against a local fixture site.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from tests.support import CrawlResult, FixtureServer, Route, robots, sitemapindex, text_sitemap, urlset
+from tests.support.crawl import CrawlRunner
+from tests.support.fixture_server import RouteLike
+
+SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+
+FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
+ONE_AT_A_TIME = {**FAST, "CONCURRENT_REQUESTS": 1}
+
+KNOWN_PATHS = [
+    "sitemap.xml",
+    "sitemap.xml.gz",
+    "sitemap_index.xml",
+    "sitemap-index.xml",
+    "sitemap_index.xml.gz",
+    "sitemap-index.xml.gz",
+    ".sitemap.xml",
+    "sitemap",
+    "admin/config/search/xmlsitemap",
+    "sitemap/sitemap-index.xml",
+    "sitemap_news.xml",
+    "sitemap-news.xml",
+    "sitemap_news.xml.gz",
+    "sitemap-news.xml.gz",
+]
+"""The contract's well-known paths, in their fixed order."""
+
+
+def node(url: str, kind: str, *children: dict, error: str | None = None, pages: int = 0) -> dict:
+    return {"url": url, "kind": kind, "error": error, "page_count": pages, "sub_sitemaps": list(children)}
+
+
+def top_level(result: CrawlResult) -> list[tuple[str, str]]:
+    assert result.tree is not None, result.log[-3000:]
+    return [(child["url"], child["kind"]) for child in result.tree["sub_sitemaps"]]
+
+
+def test_robots_sitemap_lines_in_every_spelling_in_file_order(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    robots_txt = (
+        "User-agent: *\n"
+        "Disallow: /private\n"
+        "Sitemap: {base}/one.xml\n"
+        "sitemap:{base}/two.xml\r\n"
+        "SITEMAP :   {base}/three.xml   # the third one\n"
+        "  SiteMap\t:\t/four.xml\n"
+        "Sitemap: {base}/one.xml\n"  # a duplicate: ignored
+        "# Sitemap: {base}/commented-out.xml\n"
+        "sitemap: five.xml#fragment-free comment\n"
+    )
+    routes: dict[str, RouteLike] = {"/robots.txt": robots_txt}
+    names = ["one", "two", "three", "four", "five"]
+    for name in names:
+        routes[f"/{name}.xml"] = urlset(f"{{base}}/page-{name}")
+    site = fixture_site(routes)
+
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=ONE_AT_A_TIME).assert_ok()
+
+    base = site.base
+    assert result.tree == node(
+        base + "/",
+        "website",
+        node(
+            base + "/robots.txt",
+            "robots_txt",
+            *(node(f"{base}/{name}.xml", "xml_urlset", pages=1) for name in names),
+        ),
+    ), result.tree_text()
+    assert result.urls() == [f"{base}/page-{name}" for name in names]
+    # fetched once each, in file order, robots.txt first
+    assert site.paths() == ["/robots.txt"] + [f"/{name}.xml" for name in names]
+    assert site.hits("/commented-out.xml") == 0
+
+
+def test_known_paths_are_probed_in_the_fixed_order_then_extra_paths(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    site = fixture_site({"/robots.txt": robots()})  # a robots.txt without Sitemap: lines
+
+    result = crawl(
+        {"homepage": site.base, "extra_known_paths": "custom/map.xml, /other.xml"},
+        settings=ONE_AT_A_TIME,
+    ).assert_ok()
+
+    expected = ["/robots.txt"] + [f"/{path}" for path in KNOWN_PATHS] + ["/custom/map.xml", "/other.xml"]
+    assert site.paths() == expected
+    # nothing was found: the tree is the website node alone, the feed is empty
+    assert result.tree == node(site.base + "/", "website")
+    assert result.pages == []
+
+
+def test_known_paths_skip_urls_seen_under_robots_also_after_redirects(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/sitemap.xml", "{base}/moved.xml", "{base}/sitemap_index.xml.gz"),
+            # /sitemap_index.xml.gz: declared under robots.txt, not served (404): not probed again either
+            # declared by robots.txt directly
+            "/sitemap.xml": sitemapindex("{base}/sitemap-news.xml"),
+            # seen under robots.txt one level down
+            "/sitemap-news.xml": urlset("{base}/news-1"),
+            # declared under robots.txt, lands on a known path after a redirect
+            "/moved.xml": Route(redirect_to="/sitemap_index.xml"),
+            "/sitemap_index.xml": urlset("{base}/moved-1"),
+            # a known path that redirects to a URL seen under robots.txt: left out
+            "/sitemap.xml.gz": Route(redirect_to="{base}/sitemap.xml", status=302),
+            # a known path nobody declared: found
+            "/sitemap_news.xml": urlset("{base}/known-1"),
+        }
+    )
+
+    result = crawl({"homepage": site.base}, settings=FAST).assert_ok()
+
+    base = site.base
+    assert result.tree == node(
+        base + "/",
+        "website",
+        node(
+            base + "/robots.txt",
+            "robots_txt",
+            node(base + "/sitemap.xml", "xml_index", node(base + "/sitemap-news.xml", "xml_urlset", pages=1)),
+            node(base + "/moved.xml", "xml_urlset", pages=1),
+            node(base + "/sitemap_index.xml.gz", "invalid", error="HTTP 404"),
+        ),
+        node(base + "/sitemap_news.xml", "xml_urlset", pages=1),
+    ), result.tree_text()
+    assert sorted(result.urls()) == sorted([base + "/news-1", base + "/moved-1", base + "/known-1"])
+    # URLs seen under robots.txt are not even requested again as known paths...
+    assert site.hits("/sitemap-news.xml") == 1
+    assert site.hits("/sitemap_index.xml") == 1  # (through the redirect of /moved.xml)
+    assert site.hits("/sitemap_index.xml.gz") == 1
+    # ...a known path is requested, and dropped when it redirects to one
+    assert site.hits("/sitemap.xml.gz") == 1
+    # every other known path was probed once
+    for path in KNOWN_PATHS:
+        if path not in ("sitemap.xml", "sitemap-news.xml", "sitemap_index.xml", "sitemap_index.xml.gz"):
+            assert site.hits("/" + path) == 1, path
+
+
+def test_failed_known_paths_are_left_out_of_the_tree(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            # sitemap.xml: not served (404)
+            "/sitemap.xml.gz": Route("oops", status=500),
+            "/sitemap_index.xml": Route("<!DOCTYPE html><html><body>Home</body></html>", content_type="text/html"),
+            "/sitemap-index.xml": "",
+            "/sitemap_index.xml.gz": "no URL here\njust words\n",
+            "/sitemap-index.xml.gz": Route(redirect_to="/nowhere"),  # redirect to a 404
+            "/.sitemap.xml": urlset("{base}/dot"),
+            "/sitemap": Route(text_sitemap("{base}/plain"), content_type="text/html"),
+            "/sitemap_news.xml": "<rss version='2.0'><channel></channel></rss>",  # a feed without items
+            # a catch-all redirect to the home page, an HTML page
+            "/sitemap/sitemap-index.xml": Route(redirect_to="/"),
+            "/": Route("<html><body>Welcome</body></html>", content_type="text/html"),
+        }
+    )
+
+    result = crawl({"homepage": site.base}, settings=FAST).assert_ok()
+
+    base = site.base
+    assert result.tree == node(
+        base + "/",
+        "website",
+        node(base + "/.sitemap.xml", "xml_urlset", pages=1),
+        node(base + "/sitemap", "text", pages=1),
+    ), result.tree_text()
+    assert sorted(result.urls()) == [base + "/dot", base + "/plain"]
+    assert not [key for key in result.stats if key.startswith("sitemap_crawl/errors/")]
+    assert result.stats["sitemap_crawl/sitemaps"] == 2
+
+
+def test_failed_robots_txt_is_left_out_of_the_tree(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    failures: dict[str, RouteLike] = {
+        "/404/robots.txt": Route("gone", status=404, content_type="text/plain"),
+        "/500/robots.txt": Route("boom", status=500, content_type="text/plain"),
+        "/html/robots.txt": Route("<html><head><title>Home</title></head><body>Hi</body></html>"),
+        "/empty/robots.txt": Route("", content_type="text/plain"),
+        "/url-less/robots.txt": robots(extra="Disallow: /private\nCrawl-delay: 3\n"),
+    }
+    routes: dict[str, RouteLike] = dict(failures)
+    for prefix in ("/404", "/500", "/html", "/empty", "/url-less"):
+        routes[f"{prefix}/sitemap.xml"] = urlset(f"{{base}}{prefix}/page")
+    site = fixture_site(routes)
+
+    runs = {
+        prefix: crawl.start(
+            {"homepage": f"{site.base}{prefix}/", "normalize_homepage": False, "use_known_paths": False},
+            {"extra_known_paths": "sitemap.xml"},
+            settings=FAST,
+        )
+        for prefix in ("/404", "/500", "/html", "/empty", "/url-less")
+    }
+    for prefix, running in runs.items():
+        result = running.wait(60).assert_ok()
+        home = f"{site.base}{prefix}/"
+        assert result.tree == node(home, "website", node(home + "sitemap.xml", "xml_urlset", pages=1)), prefix
+        assert result.urls() == [home + "page"]
+        assert site.hits(f"{prefix}/robots.txt") == 1
+
+
+def test_robots_txt_and_known_paths_hang_under_one_website_node(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/declared.xml"),
+            "/declared.xml": urlset("{base}/a"),
+            "/sitemap.xml": urlset("{base}/b"),
+            "/sitemap-news.xml": urlset("{base}/c"),
+        }
+    )
+
+    result = crawl({"homepage": site.base + "/some/page.html?x=1"}, settings=FAST).assert_ok()
+
+    assert result.tree is not None
+    assert (result.tree["url"], result.tree["kind"], result.tree["error"]) == (site.base + "/", "website", None)
+    assert top_level(result) == [
+        (site.url("/robots.txt"), "robots_txt"),
+        (site.url("/sitemap.xml"), "xml_urlset"),  # known paths follow robots.txt, in the fixed order
+        (site.url("/sitemap-news.xml"), "xml_urlset"),
+    ]
+    assert [child["url"] for child in result.tree["sub_sitemaps"][0]["sub_sitemaps"]] == [site.url("/declared.xml")]
+    assert sorted(result.urls()) == [site.url("/a"), site.url("/b"), site.url("/c")]
+
+
+def test_robots_sitemaps_are_read_before_the_known_paths(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    # a slow robots.txt subtree: known paths still wait for all of it
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/slow-index.xml"),
+            "/slow-index.xml": Route(sitemapindex("{base}/slow-child.xml"), delay=0.3),
+            "/slow-child.xml": Route(urlset("{base}/a"), delay=0.3),
+            "/sitemap.xml": urlset("{base}/b"),
+        }
+    )
+
+    result = crawl({"homepage": site.base}, settings=FAST).assert_ok()
+
+    paths = site.paths()
+    assert paths[:3] == ["/robots.txt", "/slow-index.xml", "/slow-child.xml"]
+    assert sorted(paths[3:]) == sorted("/" + path for path in KNOWN_PATHS)
+    assert result.urls() == [site.url("/a"), site.url("/b")]

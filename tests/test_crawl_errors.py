@@ -1,0 +1,231 @@
+"""Failures and redirects, end to end: a declared sitemap that fails becomes an ``invalid``
+node saying why, an incomplete one keeps its kind and pages, and the crawl goes on
+(CONTRACT.md, "The tree" and "Safety")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from tests.support import FixtureServer, Route, robots, sitemapindex, text_sitemap, urlset
+from tests.support.crawl import CrawlRunner
+from tests.support.fixture_server import RouteLike
+
+SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+
+FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
+
+
+def node(url: str, kind: str, *children: dict, error: str | None = None, pages: int = 0) -> dict:
+    return {"url": url, "kind": kind, "error": error, "page_count": pages, "sub_sitemaps": list(children)}
+
+
+def test_failed_declared_sitemaps_become_invalid_nodes_and_the_crawl_goes_on(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    declared = [
+        "/missing.xml",
+        "/broken.xml",
+        "/ok.xml",
+        "/html.xml",
+        "/empty.xml",
+        "/other-root.xml",
+        "/words.txt",
+        "/slow.xml",
+        "/hang-up.xml",
+        "/index.xml",
+        "/redirect-to-missing.xml",
+        "/garbage.xml",
+        "/unfinished.xml",
+        "/ok-too.xml",
+    ]
+    site = fixture_site(
+        {
+            "/robots.txt": robots(*("{base}" + path for path in declared)),
+            # /missing.xml is not served: 404
+            "/broken.xml": Route("<h1>Internal error</h1>", status=500),
+            "/ok.xml": urlset("{base}/ok-1", "{base}/ok-2"),
+            "/html.xml": Route("<!DOCTYPE html>\n<html><body>not a sitemap</body></html>", content_type="text/html"),
+            "/empty.xml": "",
+            "/other-root.xml": "<?xml version='1.0'?><catalog><book/></catalog>",
+            "/words.txt": "no URL here\nnor here\n",
+            "/slow.xml": Route(urlset("{base}/never"), delay=3),
+            "/hang-up.xml": Route(urlset("{base}/never"), drop_connection=True),
+            # failures nested in an index
+            "/index.xml": sitemapindex("{base}/nested-404.xml", "{base}/nested-ok.xml", "{base}/nested-503.xml"),
+            "/nested-ok.xml": urlset("{base}/nested-1"),
+            "/nested-503.xml": Route(urlset("{base}/never"), fail_times=99),
+            "/redirect-to-missing.xml": Route(redirect_to="/gone-for-good.xml"),
+            "/garbage.xml": "<?xml version='1.0'?><<<not xml at all",
+            # served whole, but the document stops in the middle: the pages before are kept
+            "/unfinished.xml": "<urlset><url><loc>{base}/u1</loc></url><url><loc>{base}/u2</loc></url><url><lo",
+            "/ok-too.xml": text_sitemap("{base}/ok-3"),
+        }
+    )
+
+    result = crawl(
+        {"homepage": site.base, "use_known_paths": False},
+        settings={**FAST, "DOWNLOAD_TIMEOUT": 1},
+    ).assert_ok()
+
+    url = site.url
+    assert result.tree == node(
+        site.base + "/",
+        "website",
+        node(
+            url("/robots.txt"),
+            "robots_txt",
+            node(url("/missing.xml"), "invalid", error="HTTP 404"),
+            node(url("/broken.xml"), "invalid", error="HTTP 500"),
+            node(url("/ok.xml"), "xml_urlset", pages=2),
+            node(url("/html.xml"), "invalid", error="not a sitemap"),
+            node(url("/empty.xml"), "invalid", error="not a sitemap"),
+            node(url("/other-root.xml"), "invalid", error="not a sitemap"),
+            node(url("/words.txt"), "invalid", error="not a sitemap"),
+            node(url("/slow.xml"), "invalid", error="timeout"),
+            node(url("/hang-up.xml"), "invalid", error="connection error"),
+            node(
+                url("/index.xml"),
+                "xml_index",
+                node(url("/nested-404.xml"), "invalid", error="HTTP 404"),
+                node(url("/nested-ok.xml"), "xml_urlset", pages=1),
+                node(url("/nested-503.xml"), "invalid", error="HTTP 503"),
+            ),
+            node(url("/redirect-to-missing.xml"), "invalid", error="HTTP 404"),
+            node(url("/garbage.xml"), "invalid", error="parse error"),
+            node(url("/unfinished.xml"), "xml_urlset", error="truncated", pages=2),
+            node(url("/ok-too.xml"), "text", pages=1),
+        ),
+    ), result.tree_text()
+    assert sorted(result.urls()) == [url(path) for path in ("/nested-1", "/ok-1", "/ok-2", "/ok-3", "/u1", "/u2")]
+    stats = result.stats
+    assert stats["sitemap_crawl/errors/HTTP 404"] == 3
+    assert stats["sitemap_crawl/errors/HTTP 500"] == 1
+    assert stats["sitemap_crawl/errors/HTTP 503"] == 1
+    assert stats["sitemap_crawl/errors/not a sitemap"] == 4
+    assert stats["sitemap_crawl/errors/timeout"] == 1
+    assert stats["sitemap_crawl/errors/connection error"] == 1
+    assert stats["sitemap_crawl/errors/parse error"] == 1
+    assert stats["sitemap_crawl/errors/truncated"] == 1
+    assert stats["sitemap_crawl/sitemaps/invalid"] == 12
+    assert stats["finish_reason"] == "finished"
+
+
+def test_retries_keep_their_meaning(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/flaky.xml", "{base}/down.xml"),
+            "/flaky.xml": Route(urlset("{base}/flaky-page"), fail_times=2),
+            "/down.xml": Route(urlset("{base}/never"), fail_times=99, fail_status=500),
+        }
+    )
+
+    result = crawl(
+        {"homepage": site.base, "use_known_paths": False},
+        settings={"RETRY_TIMES": 2, "DOWNLOAD_TIMEOUT": 5, "USER_AGENT": "sitemap-tests/1.0 (+local)"},
+    ).assert_ok()
+
+    assert result.urls() == [site.url("/flaky-page")]
+    assert result.node(site.url("/flaky.xml"))[0]["error"] is None
+    assert result.node(site.url("/down.xml"))[0]["error"] == "HTTP 500"
+    assert site.hits("/flaky.xml") == 3
+    assert site.hits("/down.xml") == 3
+    assert {request.header("User-Agent") for request in site.requests} == {"sitemap-tests/1.0 (+local)"}
+
+
+def test_redirects_are_followed_and_recorded_under_the_declared_url(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/old.xml", "{base}/moved-index.xml", "{base}/loop-a.xml"),
+            "/old.xml": Route(redirect_to="/new/sitemap.xml"),
+            # relative locs resolve against the URL the sitemap was finally read from
+            "/new/sitemap.xml": urlset("page-1", "{base}/page-2"),
+            "/moved-index.xml": Route(redirect_to="{base}/real-index.xml", status=307),
+            "/real-index.xml": sitemapindex("child.xml"),
+            "/child.xml": Route(redirect_to="/child-final.xml", status=302),
+            "/child-final.xml": urlset("{base}/child-page"),
+            # a redirect cycle that never lands
+            "/loop-a.xml": Route(redirect_to="/loop-b.xml"),
+            "/loop-b.xml": Route(redirect_to="/loop-a.xml"),
+        }
+    )
+
+    result = crawl(
+        {"homepage": site.base, "use_known_paths": False},
+        settings={**FAST, "REDIRECT_MAX_TIMES": 3},
+    ).assert_ok()
+
+    url = site.url
+    assert result.tree == node(
+        site.base + "/",
+        "website",
+        node(
+            url("/robots.txt"),
+            "robots_txt",
+            node(url("/old.xml"), "xml_urlset", pages=2),
+            node(url("/moved-index.xml"), "xml_index", node(url("/child.xml"), "xml_urlset", pages=1)),
+            node(url("/loop-a.xml"), "invalid", error="redirect limit"),
+        ),
+    ), result.tree_text()
+    assert sorted((page["url"], page["sitemap_url"]) for page in result.pages) == [
+        (url("/child-page"), url("/child.xml")),
+        (url("/new/page-1"), url("/old.xml")),
+        (url("/page-2"), url("/old.xml")),
+    ]
+
+
+def test_a_body_that_breaks_off_keeps_the_pages_before_the_break(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    xml = urlset(*(f"{{base}}/x{i}" for i in range(10)))
+    text = text_sitemap(*(f"{{base}}/t{i}" for i in range(10)))
+    site = fixture_site({"/robots.txt": robots("{base}/cut.xml", "{base}/cut.txt", "{base}/cut.xml.gz")})
+    site["/cut.xml"] = Route(xml, drop_after=len(site.format(xml)) // 2)
+    site["/cut.txt"] = Route(text, drop_after=len(site.format(text)) // 2 + 3)  # in the middle of a line
+    big = urlset(*(f"{{base}}/g{i}" for i in range(300)))
+    site["/cut.xml.gz"] = Route(big, gzip_file=True, drop_after=600)
+
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=FAST).assert_ok()
+
+    by_sitemap: dict[str, list[str]] = {}
+    for page in result.pages:
+        by_sitemap.setdefault(page["sitemap_url"], []).append(page["url"])
+    for path, kind, prefix in [
+        ("/cut.xml", "xml_urlset", "x"),
+        ("/cut.txt", "text", "t"),
+        ("/cut.xml.gz", "xml_urlset", "g"),
+    ]:
+        (found,) = result.node(site.url(path))
+        assert (found["kind"], found["error"]) == (kind, "truncated"), (path, result.tree_text())
+        kept = by_sitemap.get(site.url(path), [])
+        assert kept, path
+        # every page before the break, in order, and no page cut in half
+        assert kept == [site.url(f"/{prefix}{i}") for i in range(len(kept))], path
+        assert found["page_count"] == len(kept)
+    assert 0 < len(by_sitemap[site.url("/cut.xml")]) < 10
+    assert len(by_sitemap[site.url("/cut.txt")]) == 5
+    assert result.stats["sitemap_crawl/errors/truncated"] == 3
+
+
+def test_a_start_url_that_fails_is_an_invalid_node(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site({"/ok.xml": urlset("{base}/a")})
+
+    result = crawl({"sitemap_urls": f"{site.url('/missing.xml')},{site.url('/ok.xml')}"}, settings=FAST).assert_ok()
+
+    assert result.tree == node(
+        site.base + "/",
+        "website",
+        node(site.url("/missing.xml"), "invalid", error="HTTP 404"),
+        node(site.url("/ok.xml"), "xml_urlset", pages=1),
+    )
+    assert result.urls() == [site.url("/a")]
+
+
+def test_an_unreachable_site_still_ends_cleanly(crawl: CrawlRunner, fixture_site: SiteFactory) -> None:
+    site = fixture_site({})
+    port = site.port
+    site.stop()  # nothing listens there any more
+
+    result = crawl({"homepage": f"http://127.0.0.1:{port}/"}, settings=FAST).assert_ok()
+
+    assert result.tree == node(f"http://127.0.0.1:{port}/", "website")
+    assert result.pages == []

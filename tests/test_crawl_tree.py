@@ -1,0 +1,193 @@
+"""The tree file, the text rendering at the end of the log and the stats, end to end
+(CONTRACT.md, "The tree"), including crawls stopped early."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tests.support import CrawlResult, FixtureServer, Route, robots, rss, sitemapindex, text_sitemap, urlset
+from tests.support.crawl import CrawlRunner
+from tests.support.fixture_server import RouteLike
+
+SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+
+FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
+NODE_KEYS = ["url", "kind", "error", "page_count", "sub_sitemaps"]
+KINDS = {"website", "robots_txt", "xml_index", "xml_urlset", "rss", "atom", "text", "invalid"}
+
+
+def node(url: str, kind: str, *children: dict, error: str | None = None, pages: int = 0) -> dict:
+    return {"url": url, "kind": kind, "error": error, "page_count": pages, "sub_sitemaps": list(children)}
+
+
+def mixed_site(fixture_site: SiteFactory) -> FixtureServer:
+    return fixture_site(
+        {
+            "/robots.txt": robots("{base}/index.xml", "{base}/news.rss"),
+            "/index.xml": sitemapindex("{base}/pages.xml", "{base}/missing.xml", "{base}/words.txt"),
+            "/pages.xml": urlset("{base}/a", "{base}/b", "{base}/c"),
+            "/words.txt": text_sitemap("{base}/t"),
+            "/news.rss": rss("{base}/story"),
+            "/sitemap.xml": urlset("{base}/k"),
+        }
+    )
+
+
+def assert_summary_at_the_end(result: CrawlResult) -> str:
+    """The log's last record is the tree rendering with the counts; returns its text."""
+    records = re.split(r"(?m)^(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[)", result.log.rstrip("\n"))
+    last = records[-1]
+    assert "Sitemap tree:" in last, result.log[-4000:]
+    return last
+
+
+def test_tree_file_log_rendering_and_stats(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = mixed_site(fixture_site)
+
+    result = crawl({"homepage": site.base}, settings=FAST).assert_ok()
+
+    url = site.url
+    expected = node(
+        site.base + "/",
+        "website",
+        node(
+            url("/robots.txt"),
+            "robots_txt",
+            node(
+                url("/index.xml"),
+                "xml_index",
+                node(url("/pages.xml"), "xml_urlset", pages=3),
+                node(url("/missing.xml"), "invalid", error="HTTP 404"),
+                node(url("/words.txt"), "text", pages=1),
+            ),
+            node(url("/news.rss"), "rss", pages=1),
+        ),
+        node(url("/sitemap.xml"), "xml_urlset", pages=1),
+    )
+    assert result.tree == expected, result.tree_text()
+
+    # the file: nested objects with exactly these keys, in this order
+    assert result.tree_path is not None
+    raw = json.loads(result.tree_path.read_text("utf-8"), object_pairs_hook=lambda pairs: pairs)
+
+    def check(pairs: Any) -> None:
+        assert [key for key, _ in pairs] == NODE_KEYS
+        values = dict(pairs)
+        assert values["kind"] in KINDS
+        assert isinstance(values["page_count"], int)
+        assert values["error"] is None or isinstance(values["error"], str)
+        for child in values["sub_sitemaps"]:
+            check(child)
+
+    check(raw)
+
+    # the log ends with a text rendering of the tree and the counts
+    summary = assert_summary_at_the_end(result)
+    lines = summary.splitlines()
+    for depth, found in result.walk():
+        line = next((line for line in lines if line.strip().startswith(f"{found['kind']} {found['url']}")), None)
+        assert line is not None, (found["url"], summary)
+        assert line.startswith("  " * depth + found["kind"]), (line, depth)
+        if found["error"]:
+            assert found["error"] in line
+    assert "Pages: 6" in summary
+    assert "1 invalid" in summary and "2 xml_urlset" in summary and "HTTP 404" in summary
+
+    # stats
+    stats = result.stats
+    assert stats["sitemap_crawl/pages"] == 6
+    assert stats["sitemap_crawl/sitemaps"] == 7
+    assert stats["sitemap_crawl/sitemaps/robots_txt"] == 1
+    assert stats["sitemap_crawl/sitemaps/xml_index"] == 1
+    assert stats["sitemap_crawl/sitemaps/xml_urlset"] == 2
+    assert stats["sitemap_crawl/sitemaps/text"] == 1
+    assert stats["sitemap_crawl/sitemaps/rss"] == 1
+    assert stats["sitemap_crawl/sitemaps/invalid"] == 1
+    assert stats["sitemap_crawl/errors/HTTP 404"] == 1
+    assert "sitemap_crawl/sitemaps/website" not in stats
+    assert stats["finish_reason"] == "finished"
+
+
+def test_without_a_tree_file_the_log_still_ends_with_the_tree(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = mixed_site(fixture_site)
+
+    result = crawl(
+        {"homepage": site.base, "use_known_paths": "no"},
+        settings={**FAST, "SITEMAP_CRAWL_TREE_FILE": None, "LOG_LEVEL": "INFO"},
+    ).assert_ok()
+
+    assert result.tree is None
+    assert not list(tmp_path.rglob("*tree*"))
+    summary = assert_summary_at_the_end(result)
+    assert f"  robots_txt {site.url('/robots.txt')}" in summary
+    assert "Pages: 5" in summary
+
+
+def test_tree_file_is_written_when_the_crawl_stops_early_on_an_item_count(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/first.xml", "{base}/slow.xml", "{base}/third.xml"),
+            "/first.xml": urlset("{base}/a", "{base}/b", "{base}/c"),
+            "/slow.xml": Route(urlset("{base}/late"), delay=2),
+            "/third.xml": urlset("{base}/never"),
+        }
+    )
+
+    result = crawl(
+        {"homepage": site.base},
+        settings={**FAST, "CLOSESPIDER_ITEMCOUNT": 1, "SITEMAP_CRAWL_BATCH_SIZE": 1, "CONCURRENT_REQUESTS": 1},
+    ).assert_ok()
+
+    assert result.stats["finish_reason"] == "closespider_itemcount"
+    # what was not fetched yet never is
+    assert site.hits("/third.xml") == 0
+    assert site.hits("/sitemap.xml") == 0
+    assert result.tree is not None
+    assert result.tree["url"] == site.base + "/"
+    robots_node = result.tree["sub_sitemaps"][0]
+    assert (robots_node["url"], robots_node["kind"]) == (site.url("/robots.txt"), "robots_txt")
+    first = robots_node["sub_sitemaps"][0]
+    assert (first["url"], first["kind"]) == (site.url("/first.xml"), "xml_urlset")
+    assert site.url("/third.xml") not in result.kinds()
+    assert site.url("/a") in result.urls()
+    assert set(result.urls()) <= {site.url("/a"), site.url("/b"), site.url("/c"), site.url("/late")}
+    assert_summary_at_the_end(result)
+
+
+def test_tree_file_is_written_when_the_crawl_is_interrupted(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/fast.xml", "{base}/slow.xml", "{base}/later.xml"),
+            "/fast.xml": urlset("{base}/a", "{base}/b"),
+            "/slow.xml": Route(urlset("{base}/late"), delay=3),
+            "/later.xml": urlset("{base}/never"),
+        }
+    )
+
+    running = crawl.start({"homepage": site.base}, settings={**FAST, "CONCURRENT_REQUESTS": 1})
+    assert site.wait_for("/slow.xml", timeout=30)
+    assert running.wait_for_log(f"Scraped from <200 {site.url('/fast.xml')}>", timeout=30), running.log()[-3000:]
+    running.interrupt()
+    result = running.wait(60)
+
+    assert result.log_has("Received SIGINT")
+    assert "Traceback" not in result.log
+    assert result.stats["finish_reason"] == "shutdown"
+    # a graceful shutdown finishes the request in flight, and fetches nothing more
+    assert site.hits("/later.xml") == 0
+    assert site.hits("/sitemap.xml") == 0
+    assert result.tree is not None
+    robots_node = result.tree["sub_sitemaps"][0]
+    assert robots_node["url"] == site.url("/robots.txt")
+    assert robots_node["sub_sitemaps"][0] == node(site.url("/fast.xml"), "xml_urlset", pages=2)
+    assert site.url("/later.xml") not in result.kinds()
+    assert result.urls()[:2] == [site.url("/a"), site.url("/b")]
+    assert_summary_at_the_end(result)

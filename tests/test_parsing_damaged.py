@@ -1,0 +1,421 @@
+"""Damaged bodies: documents cut anywhere keep every complete entry ("truncated"), documents
+malformed in the middle keep the entries before and after it ("parse error"), a cut or
+mangled URL is never emitted."""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import zlib
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sitemap_crawl.parsing import Limits, SitemapReader, parse_sitemap
+
+SITEMAP_URL = "https://www.example.org/sitemap.xml"
+SM = "http://www.sitemaps.org/schemas/sitemap/0.9"
+
+
+def outcome(body: bytes, url: str = SITEMAP_URL) -> tuple[str, str | None, list[str]]:
+    result = parse_sitemap(body, url)
+    return result.kind, result.error, [page.url for page in result.pages] or result.sub_sitemaps
+
+
+# -- documents cut at every byte -----------------------------------------------------------
+
+PAGE_URLS = [
+    "https://www.example.org/a?x=1&y=2",
+    "https://www.example.org/日本語/ページ/" + "長" * 30,
+    "https://www.example.org/" + "long-segment-" * 12,
+    "https://www.example.org/cdata?q=1&r=2",
+    "https://www.example.org/e",
+]
+
+
+def _multi_line_urlset() -> bytes:
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<urlset xmlns="{SM}" xmlns:xhtml="http://www.w3.org/1999/xhtml">\n'
+        "  <url>\n    <loc>https://www.example.org/a?x=1&amp;y=2</loc>\n    <lastmod>2024-01-01</lastmod>\n  </url>\n"
+        f"  <url><loc>{PAGE_URLS[1]}</loc><priority>0.4</priority></url>\n"
+        f'  <url><loc>{PAGE_URLS[2]}</loc><xhtml:link rel="alternate" hreflang="de" href="{PAGE_URLS[2]}de"/></url>\n'
+        "  <!-- a comment with </url> inside -->\n"
+        "  <url><loc><![CDATA[https://www.example.org/cdata?q=1&r=2]]></loc></url>\n"
+        "  <url><loc>https://www.example.org/e</loc></url>\n"
+        "</urlset>\n"
+    ).encode()
+
+
+def _single_line_urlset() -> bytes:
+    return _multi_line_urlset().replace(b"\n", b"")
+
+
+def _complete_entries(body: bytes) -> int:
+    return body.count(b"</url>") - body.count(b"with </url>")
+
+
+@pytest.mark.parametrize("make", [_multi_line_urlset, _single_line_urlset], ids=["multi-line", "single-line"])
+def test_urlset_cut_at_every_byte(make: Callable[[], bytes]) -> None:
+    document = make()
+    assert outcome(document) == ("xml_urlset", None, PAGE_URLS)
+    root_end = document.index(b">", document.index(b"<urlset")) + 1
+    end = len(document.rstrip())
+    for cut in range(root_end, end):
+        kind, error, urls = outcome(document[:cut])
+        expected = PAGE_URLS[: _complete_entries(document[:cut])]
+        assert (kind, error, urls) == ("xml_urlset", "truncated", expected), cut
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    paths=st.lists(st.text(alphabet="ab/-_~.?=&<>日é%20", min_size=1, max_size=40), min_size=1, max_size=6),
+    separator=st.sampled_from(["", "\n", "\r\n  "]),
+    cut_fraction=st.floats(min_value=0.0, max_value=1.0),
+)
+def test_any_cut_of_any_urlset_keeps_exactly_the_complete_entries(
+    paths: list[str], separator: str, cut_fraction: float
+) -> None:
+    urls = list(dict.fromkeys(f"https://www.example.org/{path}" for path in paths))
+    escaped = [url.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for url in urls]
+    document = (
+        f'<?xml version="1.0" encoding="UTF-8"?>{separator}<urlset xmlns="{SM}">{separator}'
+        + "".join(f"<url><loc>{url}</loc><priority>0.3</priority></url>{separator}" for url in escaped)
+        + "</urlset>"
+    ).encode()
+    root_end = document.index(b">", document.index(b"<urlset")) + 1
+    cut = root_end + int((len(document) - root_end) * cut_fraction)
+    kind, error, got = outcome(document[:cut])
+    assert kind == "xml_urlset"
+    assert got == urls[: document[:cut].count(b"</url>")]
+    assert error == (None if cut == len(document) else "truncated")
+
+
+def test_cut_before_the_root_element_is_invalid() -> None:
+    document = _multi_line_urlset()
+    root_end = document.index(b">", document.index(b"<urlset")) + 1
+    for cut in range(1, root_end):
+        reader = SitemapReader(document[:cut], SITEMAP_URL)
+        assert list(reader) == []
+        assert reader.kind in ("invalid", "xml_urlset"), cut
+        assert reader.error is not None, cut
+
+
+def test_cut_inside_a_loc_never_emits_the_cut_url() -> None:
+    document = _multi_line_urlset()
+    start = document.index(b"long-segment") - 40
+    for cut in range(start, start + 200):
+        _, error, urls = outcome(document[:cut])
+        assert error == "truncated"
+        assert all(url in PAGE_URLS for url in urls), cut
+
+
+def test_utf16_document_cut_at_every_even_byte() -> None:
+    text = (
+        '<?xml version="1.0" encoding="UTF-16"?>\n'
+        f'<urlset xmlns="{SM}">\n'
+        + "".join(f"<url><loc>https://www.example.org/é/{i}</loc></url>\n" for i in range(3))
+        + "</urlset>\n"
+    )
+    document = codecs.BOM_UTF16_LE + text.encode("utf-16-le")
+    urls = [f"https://www.example.org/é/{i}" for i in range(3)]
+    start = document.index("<url>".encode("utf-16-le"))
+    assert start % 2 == 0
+    for cut in range(start, len(document) - 2, 2):
+        kind, error, got = outcome(document[:cut])
+        complete = document[:cut].count("</url>".encode("utf-16-le"))
+        assert (kind, error, got) == ("xml_urlset", "truncated", urls[:complete]), cut
+
+
+def test_index_cut_at_every_byte() -> None:
+    children = [f"https://www.example.org/sitemap-{i}.xml" for i in range(4)]
+    document = (
+        f'<?xml version="1.0"?><sitemapindex xmlns="{SM}">'
+        + "".join(
+            f"<sitemap><loc>{url}</loc><lastmod>2024-01-0{i + 1}</lastmod></sitemap>" for i, url in enumerate(children)
+        )
+        + "</sitemapindex>"
+    ).encode()
+    start = document.index(b"<sitemap>")
+    for cut in range(start, len(document)):
+        expected = children[: document[:cut].count(b"</sitemap>")]
+        assert outcome(document[:cut]) == ("xml_index", "truncated", expected), cut
+
+
+def test_rss_cut_at_every_byte() -> None:
+    links = [f"https://www.example.org/post/{i}" for i in range(3)]
+    document = (
+        '<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>'
+        + "".join(
+            f"<item><title>Post {i}</title><link>{link}</link><description><![CDATA[<p>Hi & bye</p>]]></description>"
+            "<pubDate>Tue, 10 Jun 2003 04:00:00 GMT</pubDate></item>"
+            for i, link in enumerate(links)
+        )
+        + "</channel></rss>"
+    ).encode()
+    start = document.index(b"<item>")
+    for cut in range(start, len(document)):
+        expected = links[: document[:cut].count(b"</item>")]
+        assert outcome(document[:cut]) == ("rss", "truncated", expected), cut
+
+
+def test_atom_cut_at_every_byte() -> None:
+    links = [f"https://www.example.org/entry/{i}" for i in range(3)]
+    document = (
+        '<feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>'
+        + "".join(
+            f'<entry><title>E{i}</title><link rel="alternate" href="{link}"/></entry>' for i, link in enumerate(links)
+        )
+        + "</feed>"
+    ).encode()
+    start = document.index(b"<entry>")
+    for cut in range(start, len(document)):
+        expected = links[: document[:cut].count(b"</entry>")]
+        assert outcome(document[:cut]) == ("atom", "truncated", expected), cut
+
+
+def test_document_without_its_closing_root_tag_is_truncated() -> None:
+    document = _multi_line_urlset().replace(b"</urlset>\n", b"")
+    assert outcome(document) == ("xml_urlset", "truncated", PAGE_URLS)
+
+
+def test_text_sitemap_cut_mid_line_keeps_the_cut_line_out() -> None:
+    # a text body has no end marker: the last line, complete or not, is taken as written
+    body = b"https://www.example.org/a\nhttps://www.example.org/b\nhttps://www.exa"
+    assert outcome(body, "https://www.example.org/sitemap.txt") == (
+        "text",
+        None,
+        ["https://www.example.org/a", "https://www.example.org/b", "https://www.exa"],
+    )
+
+
+def test_gzip_cut_at_many_points() -> None:
+    entries = [f"https://www.example.org/p/{i}" for i in range(400)]
+    document = (
+        f'<urlset xmlns="{SM}">' + "".join(f"<url><loc>{url}</loc></url>\n" for url in entries) + "</urlset>"
+    ).encode()
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    body = compressor.compress(document) + compressor.flush()
+    seen_counts = set()
+    for cut in range(20, len(body) - 8, 17):
+        kind, error, urls = outcome(body[:cut])
+        if kind == "invalid":
+            continue
+        assert (kind, error) == ("xml_urlset", "truncated"), cut
+        assert urls == entries[: len(urls)], cut
+        seen_counts.add(len(urls))
+    assert len(seen_counts) > 5
+    # only the gzip trailer (CRC, size) missing: every entry decompressed, still cut
+    assert outcome(body[:-4]) == ("xml_urlset", "truncated", entries)
+
+
+# -- malformed in the middle -----------------------------------------------------------------
+
+
+def _with_bad_entry(bad_entry: bytes, *, newline: bytes = b"\n") -> bytes:
+    before = [b"<url><loc>https://www.example.org/before-%d?x=1&amp;y=2</loc></url>" % i for i in range(3)]
+    after = [b"<url><loc>https://www.example.org/after-%d?x=1&amp;y=2</loc></url>" % i for i in range(3)]
+    return newline.join(
+        [
+            b'<?xml version="1.0" encoding="UTF-8"?>',
+            b'<urlset xmlns="%s">' % SM.encode(),
+            *before,
+            bad_entry,
+            *after,
+            b"</urlset>",
+            b"",
+        ]
+    )
+
+
+BEFORE = [f"https://www.example.org/before-{i}?x=1&y=2" for i in range(3)]
+AFTER = [f"https://www.example.org/after-{i}?x=1&y=2" for i in range(3)]
+
+MALFORMED_ENTRIES = {
+    "raw ampersand in loc": (
+        b"<url><loc>https://www.example.org/mid?a=1&b=2</loc></url>",
+        "https://www.example.org/mid?a=1&b=2",
+    ),
+    "raw ampersand, entity-like": (
+        b"<url><loc>https://www.example.org/mid?a=1&copy=2</loc></url>",
+        "https://www.example.org/mid?a=1&copy=2",
+    ),
+    "undefined entity": (
+        b"<url><loc>https://www.example.org/mid&nbsp;</loc></url>",
+        "https://www.example.org/mid&nbsp;",
+    ),
+    "raw ampersand in description": (
+        b'<url><loc>https://www.example.org/mid</loc><video:video xmlns:video="http://www.google.com/schemas/sitemap-video/1.1">'
+        b"<video:description>Tom & Jerry</video:description></video:video></url>",
+        "https://www.example.org/mid",
+    ),
+    "raw ampersand in attribute": (
+        b'<url><loc>https://www.example.org/mid</loc><xhtml:link xmlns:xhtml="http://www.w3.org/1999/xhtml" '
+        b'rel="alternate" hreflang="fr" href="https://www.example.org/fr?a=1&b=2"/></url>',
+        "https://www.example.org/mid",
+    ),
+    "lone less-than": (
+        b"<url><loc>https://www.example.org/mid</loc><lastmod>a < b</lastmod></url>",
+        "https://www.example.org/mid",
+    ),
+    "mismatched end tag": (b"<url><loc>https://www.example.org/mid</loc></urll>", None),
+    "unclosed entry": (b"<url><loc>https://www.example.org/mid</loc>", None),
+    "invalid utf-8 bytes": (
+        b"<url><loc>https://www.example.org/mid</loc><lastmod>\xa1\xaf</lastmod></url>",
+        "https://www.example.org/mid",
+    ),
+    "stray 0xff": (
+        b"<url><loc>https://www.example.org/mid</loc><news>\xff\xfe</news></url>",
+        "https://www.example.org/mid",
+    ),
+    "control character": (
+        b"<url><loc>https://www.example.org/mid</loc><lastmod>\x0c</lastmod></url>",
+        "https://www.example.org/mid",
+    ),
+    "undeclared prefix": (
+        b"<url><loc>https://www.example.org/mid</loc><image:image><image:loc>x</image:loc></image:image></url>",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED_ENTRIES))
+@pytest.mark.parametrize("newline", [b"\n", b""], ids=["multi-line", "single-line"])
+def test_malformed_middle_keeps_entries_before_and_after(name: str, newline: bytes) -> None:
+    bad_entry, middle_url = MALFORMED_ENTRIES[name]
+    kind, error, urls = outcome(_with_bad_entry(bad_entry, newline=newline))
+    assert (kind, error) == ("xml_urlset", "parse error")
+    assert urls[:3] == BEFORE
+    assert urls[-3:] == AFTER
+    middle = urls[3:-3]
+    assert len(middle) <= 1
+    if middle and middle_url is not None:
+        assert middle == [middle_url]
+    assert all(url == middle_url or url.startswith("https://www.example.org/mid") for url in middle)
+
+
+@pytest.mark.parametrize(
+    ("bad_entry", "expected"),
+    [
+        (b"<url><loc>https://www.example.org/mid?a=1&b=2</loc></url>", "https://www.example.org/mid?a=1&b=2"),
+        (
+            b"<url><loc>https://www.example.org/mid?a=1&b=2&amp;c=3</loc></url>",
+            "https://www.example.org/mid?a=1&b=2&c=3",
+        ),
+        (b"<url><loc>https://www.example.org/mid?q=a & b</loc></url>", "https://www.example.org/mid?q=a%20&%20b"),
+    ],
+)
+def test_entry_with_raw_ampersand_keeps_its_exact_url(bad_entry: bytes, expected: str) -> None:
+    assert outcome(_with_bad_entry(bad_entry)) == ("xml_urlset", "parse error", [*BEFORE, expected, *AFTER])
+
+
+def test_entities_after_a_recovered_error_are_still_unescaped_once() -> None:
+    body = _with_bad_entry(b"<url><loc>https://www.example.org/mid</loc></urll>").replace(
+        b"after-0?x=1&amp;y=2", b"after-0?x=1&amp;y=2&amp;amp;z=&lt;3&gt;&#233;&#xE9;"
+    )
+    _, error, urls = outcome(body)
+    assert error == "parse error"
+    assert "https://www.example.org/after-0?x=1&y=2&amp;z=<3>éé" in urls
+
+
+def test_cdata_after_an_error_is_kept_verbatim() -> None:
+    body = _with_bad_entry(b"<url><loc>https://www.example.org/mid?a=1&b=2</loc></url>").replace(
+        b"<loc>https://www.example.org/after-1?x=1&amp;y=2</loc>",
+        b"<loc><![CDATA[https://www.example.org/after-1?x=1&y=2]]></loc>",
+    )
+    assert outcome(body) == ("xml_urlset", "parse error", [*BEFORE, "https://www.example.org/mid?a=1&b=2", *AFTER])
+
+
+def test_many_raw_ampersands_across_chunk_boundaries() -> None:
+    # a naive generator: every URL has a raw & (the whole file is malformed), over 1 MB long
+    count = 16_000
+    body = (
+        f'<urlset xmlns="{SM}">'
+        + "".join(f"<url><loc>https://www.example.org/p?id={i}&amp;lang=en&ref=x</loc></url>" for i in range(count))
+        + "</urlset>"
+    ).encode()
+    kind, error, urls = outcome(body)
+    assert (kind, error) == ("xml_urlset", "parse error")
+    assert urls == [f"https://www.example.org/p?id={i}&lang=en&ref=x" for i in range(count)]
+
+
+def test_malformed_and_cut_never_emits_a_cut_or_mangled_url() -> None:
+    urls = [f"https://www.example.org/p{i}?a=1&b={'日' * i}" for i in range(5)]
+    entries = [f"<url><loc>{url.replace('&', '&amp;')}</loc></url>\n" for url in urls]
+    entries[1] = f"<url><loc>{urls[1]}</loc><lastmod>x</lastmodd></url>\n"  # raw & and a mismatched tag
+    document = (f'<urlset xmlns="{SM}">\n' + "".join(entries) + "</urlset>\n").encode()
+    start = document.index(b"<url>")
+    for cut in range(start, len(document)):
+        kind, error, got = outcome(document[:cut])
+        assert kind == "xml_urlset"
+        assert error in ("truncated", "parse error"), cut
+        assert all(url in urls for url in got), (cut, got)
+        assert got == sorted(got, key=urls.index), cut
+        complete = document[:cut].count(b"</url>")
+        assert {url for url in urls[:complete] if url != urls[1]} <= set(got), cut
+
+
+def test_gbk_bytes_in_a_utf8_feed() -> None:
+    body = (
+        b'<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel>'
+        b"<item><title>one</title><link>https://www.example.org/1</link></item>"
+        b"<item><title>two \xa1\xaf quoted</title><link>https://www.example.org/2</link>"
+        b"<description><![CDATA[\xa1\xae\xa1\xaf]]></description></item>"
+        b"<item><title>three</title><link>https://www.example.org/3</link></item></channel></rss>"
+    )
+    kind, error, urls = outcome(body)
+    assert (kind, error) == ("rss", "parse error")
+    assert urls[0] == "https://www.example.org/1"
+    assert urls[-1] == "https://www.example.org/3"
+
+
+def test_junk_after_the_root_keeps_every_entry() -> None:
+    document = _multi_line_urlset()
+    for junk in (
+        b"garbage",
+        b"<br />\n<b>Warning</b>: headers already sent",
+        b"<urlset><url><loc>x</loc></url></urlset>",
+    ):
+        kind, error, urls = outcome(document + junk)
+        assert (kind, error, urls) == ("xml_urlset", "parse error", PAGE_URLS), junk
+
+
+def test_trailing_comments_and_whitespace_are_fine() -> None:
+    document = _multi_line_urlset() + b"<!-- generated in 0.1 s -->\n\n  \n"
+    assert outcome(document) == ("xml_urlset", None, PAGE_URLS)
+
+
+# -- size limit ----------------------------------------------------------------------------------
+
+
+def test_size_limit_keeps_the_pages_before_the_cap() -> None:
+    document = _multi_line_urlset()
+    cap = document.index(b"<url><loc><![CDATA[")
+    result = parse_sitemap(document, SITEMAP_URL, limits=Limits(max_size=cap))
+    assert (result.kind, result.error) == ("xml_urlset", "size limit")
+    assert [page.url for page in result.pages] == PAGE_URLS[:3]
+
+
+def test_size_limit_on_a_malformed_document() -> None:
+    body = _with_bad_entry(b"<url><loc>https://www.example.org/mid?a=1&b=2</loc></url>")
+    cap = body.index(b"after-2") - 20
+    result = parse_sitemap(gzip.compress(body), SITEMAP_URL, limits=Limits(max_size=cap))
+    assert result.error == "size limit"
+    urls = [page.url for page in result.pages]
+    assert urls == [*BEFORE, "https://www.example.org/mid?a=1&b=2", *AFTER[:2]]
+
+
+def test_size_limit_before_any_entry() -> None:
+    document = _multi_line_urlset()
+    result = parse_sitemap(document, SITEMAP_URL, limits=Limits(max_size=document.index(b"<url>") + 5))
+    assert result.pages == []
+    assert result.error == "size limit"
+
+
+def test_reader_detail_explains_the_error() -> None:
+    reader = SitemapReader(_multi_line_urlset()[:300], SITEMAP_URL)
+    list(reader)
+    assert reader.error == "truncated"
+    assert reader.detail

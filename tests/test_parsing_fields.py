@@ -1,0 +1,224 @@
+"""Normalisation of single field values: dates, priority, change frequency, URLs, extension values."""
+
+from __future__ import annotations
+
+import pytest
+
+from sitemap_crawl.parsing.fields import (
+    CHANGE_FREQUENCIES,
+    DEFAULT_PRIORITY,
+    clean_text,
+    normalize_change_frequency,
+    normalize_date,
+    normalize_priority,
+    parse_duration,
+    parse_yes_no,
+    resolve_url,
+    split_list,
+)
+
+SITEMAP_URL = "https://www.example.org/maps/sitemap.xml"
+
+
+# -- lastmod / publication dates ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # a date stays a date
+        ("2024-05-01", "2024-05-01"),
+        ("  2024-05-01\n", "2024-05-01"),
+        ("20240501", "2024-05-01"),
+        # W3C reduced precision stays as written
+        ("2024", "2024"),
+        ("2024-05", "2024-05"),
+        # the offset is kept; Z becomes +00:00
+        ("2024-05-01T10:20:30+02:00", "2024-05-01T10:20:30+02:00"),
+        ("2024-05-01T10:20:30-05:00", "2024-05-01T10:20:30-05:00"),
+        ("2024-05-01T10:20:30Z", "2024-05-01T10:20:30+00:00"),
+        ("2024-05-01T10:20Z", "2024-05-01T10:20:00+00:00"),
+        ("2024-05-01T10:20:30+0200", "2024-05-01T10:20:30+02:00"),
+        ("2024-05-01T10:20:30 +02:00", "2024-05-01T10:20:30+02:00"),
+        ("2024-05-01T10:20:30.123Z", "2024-05-01T10:20:30.123000+00:00"),
+        # no offset given: none invented
+        ("2024-05-01T10:20:30", "2024-05-01T10:20:30"),
+        ("2024-05-01 10:20:30", "2024-05-01T10:20:30"),
+        # RFC 822 (RSS pubDate)
+        ("Tue, 10 Jun 2003 04:00:00 GMT", "2003-06-10T04:00:00+00:00"),
+        ("Tue, 10 Jun 2003 04:00:00 +0200", "2003-06-10T04:00:00+02:00"),
+        ("10 Jun 2003 04:00:00 -0500", "2003-06-10T04:00:00-05:00"),
+        # invalid: None
+        ("2024-13-01", None),
+        ("2024-02-30", None),
+        ("2024-05-01T25:00:00Z", None),
+        ("2024-5-1", None),
+        ("yesterday", None),
+        ("0", None),
+        ("", None),
+        ("   ", None),
+        (None, None),
+        ("2024-05-01" * 10, None),
+    ],
+)
+def test_normalize_date(raw: str | None, expected: str | None) -> None:
+    assert normalize_date(raw) == expected
+
+
+# -- priority ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("0.8", 0.8),
+        (" 0.8 ", 0.8),
+        ("1", 1.0),
+        ("1.0", 1.0),
+        ("0", 0.0),
+        ("0.0", 0.0),
+        (".3", 0.3),
+        ("0.25", 0.25),
+        # missing, invalid or out of range: 0.5
+        (None, DEFAULT_PRIORITY),
+        ("", DEFAULT_PRIORITY),
+        ("high", DEFAULT_PRIORITY),
+        ("0,8", DEFAULT_PRIORITY),
+        ("1.5", DEFAULT_PRIORITY),
+        ("10", DEFAULT_PRIORITY),
+        ("-0.1", DEFAULT_PRIORITY),
+        ("nan", DEFAULT_PRIORITY),
+        ("inf", DEFAULT_PRIORITY),
+        ("-inf", DEFAULT_PRIORITY),
+    ],
+)
+def test_normalize_priority(raw: str | None, expected: float) -> None:
+    value = normalize_priority(raw)
+    assert isinstance(value, float)
+    assert value == expected
+
+
+def test_default_priority_is_one_half() -> None:
+    assert DEFAULT_PRIORITY == 0.5
+
+
+# -- change frequency --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", sorted(CHANGE_FREQUENCIES))
+def test_every_protocol_change_frequency_is_kept(value: str) -> None:
+    assert normalize_change_frequency(value) == value
+    assert normalize_change_frequency(f"  {value.upper()}\n") == value
+
+
+def test_change_frequencies_are_the_protocol_ones() -> None:
+    assert set(CHANGE_FREQUENCIES) == {"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"}
+
+
+@pytest.mark.parametrize("raw", [None, "", "  ", "biweekly", "every day", "1", "week", "dailly"])
+def test_unknown_change_frequency_is_none(raw: str | None) -> None:
+    assert normalize_change_frequency(raw) is None
+
+
+# -- URLs --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("https://www.example.org/a", "https://www.example.org/a"),
+        ("  https://www.example.org/a \n", "https://www.example.org/a"),
+        ("http://other.example.com/x?y=1&z=2", "http://other.example.com/x?y=1&z=2"),
+        # the scheme is lowered, nothing else is touched
+        ("HTTPS://www.Example.org/A", "https://www.Example.org/A"),
+        ("Https://www.example.org/api", "https://www.example.org/api"),
+        # relative locations are resolved against the sitemap URL
+        ("/a/b", "https://www.example.org/a/b"),
+        ("page.html", "https://www.example.org/maps/page.html"),
+        ("../up.html", "https://www.example.org/up.html"),
+        ("//cdn.example.net/x.jpg", "https://cdn.example.net/x.jpg"),
+        ("?page=2", "https://www.example.org/maps/sitemap.xml?page=2"),
+        # inner whitespace is percent-encoded
+        ("https://www.example.org/a b", "https://www.example.org/a%20b"),
+        # already-decoded characters are not decoded or escaped again
+        ("https://www.example.org/?a=1&copy=2", "https://www.example.org/?a=1&copy=2"),
+        ("https://www.example.org/%E6%97%A5", "https://www.example.org/%E6%97%A5"),
+        ("https://www.example.org/日本", "https://www.example.org/日本"),
+        # not http(s): None
+        ("javascript:alert(1)", None),
+        ("mailto:someone@example.org", None),
+        ("ftp://ftp.example.org/file", None),
+        ("", None),
+        ("   ", None),
+        (None, None),
+    ],
+)
+def test_resolve_url(raw: str | None, expected: str | None) -> None:
+    assert resolve_url(raw, SITEMAP_URL) == expected
+
+
+def test_resolve_url_keeps_the_base_scheme_for_protocol_relative_values() -> None:
+    assert resolve_url("//cdn.example.net/x", "http://www.example.org/s.xml") == "http://cdn.example.net/x"
+
+
+# -- extension values --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("Blog, PressRelease", ["Blog", "PressRelease"]),
+        (" business , merger,  acquisition ", ["business", "merger", "acquisition"]),
+        ("NASDAQ:A, NASDAQ:B", ["NASDAQ:A", "NASDAQ:B"]),
+        ("single", ["single"]),
+        ("a,,b, ,", ["a", "b"]),
+        ("", []),
+        (None, []),
+    ],
+)
+def test_split_list(raw: str | None, expected: list[str]) -> None:
+    assert split_list(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("600", 600),
+        (" 42 ", 42),
+        ("0", 0),
+        ("600.7", 600),
+        ("-5", None),
+        ("PT10M", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_parse_duration(raw: str | None, expected: int | None) -> None:
+    value = parse_duration(raw)
+    assert value == expected
+    if value is not None:
+        assert type(value) is int
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("yes", True),
+        ("YES", True),
+        (" Yes ", True),
+        ("true", True),
+        ("no", False),
+        ("No", False),
+        ("false", False),
+        ("maybe", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_parse_yes_no(raw: str | None, expected: bool | None) -> None:
+    assert parse_yes_no(raw) is expected
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("  a title ", "a title"), ("", None), ("  \n ", None), (None, None)])
+def test_clean_text(raw: str | None, expected: str | None) -> None:
+    assert clean_text(raw) == expected

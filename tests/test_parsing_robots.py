@@ -1,0 +1,259 @@
+"""robots.txt: the ``Sitemap:`` lines in every spelling real files use (read with is_robots=True)."""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+
+import pytest
+
+from sitemap_crawl.items import SitemapRef
+from sitemap_crawl.parsing import Limits, SitemapReader, parse_sitemap
+from sitemap_crawl.parsing.robots import sitemap_urls_from_robots
+
+ROBOTS_URL = "https://www.example.org/robots.txt"
+
+
+def sitemaps(body: bytes, url: str = ROBOTS_URL) -> list[str]:
+    result = parse_sitemap(body, url, is_robots=True)
+    assert result.kind == "robots_txt", (result.kind, result.error)
+    assert result.error is None
+    assert result.pages == []
+    return result.sub_sitemaps
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"Sitemap: https://www.example.org/s.xml",
+        b"sitemap: https://www.example.org/s.xml",
+        b"SITEMAP: https://www.example.org/s.xml",
+        b"SiteMap: https://www.example.org/s.xml",
+        b"Sitemaps: https://www.example.org/s.xml",
+        b"Sitemap : https://www.example.org/s.xml",
+        b"Sitemap\t:\thttps://www.example.org/s.xml",
+        b"Sitemap:https://www.example.org/s.xml",
+        b"Sitemap:  https://www.example.org/s.xml",
+        b"Sitemap: https://www.example.org/s.xml   ",
+        b"  Sitemap: https://www.example.org/s.xml",
+        b"\tSitemap: https://www.example.org/s.xml",
+        b"Sitemap: https://www.example.org/s.xml # the main one",
+        b"Sitemap: https://www.example.org/s.xml#comment without space",
+        b"Sitemap: \xc2\xa0https://www.example.org/s.xml",  # NBSP before the URL
+        b"Sitemap: \xc3\x82\xc2\xa0https://www.example.org/s.xml",  # mojibake NBSP (double-encoded UTF-8)
+        b"Sitemap: /s.xml",
+        b"Sitemap: s.xml",
+        b"Sitemap: HTTPS://www.example.org/s.xml",
+    ],
+)
+def test_every_spelling_of_the_directive(line: bytes) -> None:
+    body = b"User-agent: *\nDisallow: /private/\n" + line + b"\n"
+    assert sitemaps(body) == ["https://www.example.org/s.xml"]
+
+
+def test_directive_without_trailing_newline() -> None:
+    assert sitemaps(b"User-agent: *\nDisallow:\n\nSitemap: https://www.example.org/s.xml") == [
+        "https://www.example.org/s.xml"
+    ]
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_line_breaks(newline: bytes) -> None:
+    body = newline.join(
+        [
+            b"User-agent: *",
+            b"Disallow: /x",
+            b"Sitemap: https://www.example.org/a.xml",
+            b"Sitemap: https://www.example.org/b.xml",
+            b"",
+        ]
+    )
+    assert sitemaps(body) == ["https://www.example.org/a.xml", "https://www.example.org/b.xml"]
+
+
+def test_mixed_bare_cr_and_inline_comments() -> None:
+    # help.walmart.com style: "Sitemap: URL  # ADDED BY HMS<CR>  # CUSTOM<LF>"
+    body = (
+        b"User-agent: * # everyone\r  # CUSTOM\n"
+        b"Sitemap: https://www.example.org/a.xml  # ADDED BY HMS\r  # CUSTOM\n"
+        b"Sitemap: http://www.example.org/a.xml\r"
+        b"Disallow: /cgi-bin/\n"
+    )
+    assert sitemaps(body) == ["https://www.example.org/a.xml", "http://www.example.org/a.xml"]
+
+
+@pytest.mark.parametrize(
+    ("encoded", "label"),
+    [
+        (codecs.BOM_UTF8 + b"Sitemap: https://www.example.org/s.xml\r\n", "utf-8 BOM"),
+        (codecs.BOM_UTF16_LE + "Sitemap: https://www.example.org/s.xml\r\n".encode("utf-16-le"), "utf-16-le BOM"),
+        (codecs.BOM_UTF16_BE + "Sitemap: https://www.example.org/s.xml\r\n".encode("utf-16-be"), "utf-16-be BOM"),
+        ("Sitemap: https://www.example.org/s.xml\n".encode("utf-32"), "utf-32 BOM"),
+        ("ï»¿Sitemap: https://www.example.org/s.xml\n".encode(), "double-encoded BOM"),
+        (b"\n\n   \nSitemap: https://www.example.org/s.xml\n", "leading blank lines"),
+    ],
+)
+def test_boms_and_encodings(encoded: bytes, label: str) -> None:
+    assert sitemaps(encoded) == ["https://www.example.org/s.xml"], label
+
+
+def test_utf16_with_bom_and_many_lines() -> None:
+    text = "User-agent: *\r\nDisallow: /a\r\n" + "".join(
+        f"Sitemap: https://www.example.org/s{i}.xml\r\n" for i in range(50)
+    )
+    expected = [f"https://www.example.org/s{i}.xml" for i in range(50)]
+    assert sitemaps(codecs.BOM_UTF16_LE + text.encode("utf-16-le")) == expected
+    assert sitemaps(codecs.BOM_UTF16_BE + text.encode("utf-16-be")) == expected
+
+
+def test_relative_values_are_resolved_against_the_robots_url() -> None:
+    body = (
+        b"Sitemap: /sitemap_index.xml\nSitemap: wp-sitemap.xml\nSitemap: ../up.xml\nSitemap: //cdn.example.net/s.xml\n"
+    )
+    assert sitemaps(body, "https://www.example.org/sub/robots.txt") == [
+        "https://www.example.org/sitemap_index.xml",
+        "https://www.example.org/sub/wp-sitemap.xml",
+        "https://www.example.org/up.xml",
+        "https://cdn.example.net/s.xml",
+    ]
+
+
+def test_a_scheme_less_host_gets_the_scheme_of_robots_txt() -> None:
+    assert sitemaps(b"Sitemap: www.other.example.com/sitemap.xml\n", "http://www.example.org/robots.txt") == [
+        "http://www.other.example.com/sitemap.xml"
+    ]
+
+
+def test_duplicates_are_ignored_and_file_order_is_kept() -> None:
+    body = (
+        b"Sitemap: https://www.example.org/b.xml\n"
+        b"sitemap: https://www.example.org/a.xml\n"
+        b"SITEMAP: https://www.example.org/b.xml\n"
+        b"Sitemap: /a.xml\n"
+        b"Sitemap: https://www.example.org/c.xml\n"
+    )
+    assert sitemaps(body) == [
+        "https://www.example.org/b.xml",
+        "https://www.example.org/a.xml",
+        "https://www.example.org/c.xml",
+    ]
+
+
+def test_sitemap_lines_anywhere_in_the_file() -> None:
+    body = (
+        b"Sitemap: https://www.example.org/first.xml\n"
+        b"User-agent: Googlebot\nDisallow: /nogoogle\n"
+        b"Sitemap: https://www.example.org/middle.xml\n"
+        b"User-agent: *\nDisallow: /\n\n"
+        b"Sitemap: https://www.example.org/last.xml\n"
+        b"Disallow: /after\n"
+    )
+    assert sitemaps(body) == [
+        "https://www.example.org/first.xml",
+        "https://www.example.org/middle.xml",
+        "https://www.example.org/last.xml",
+    ]
+
+
+def test_empty_directive_takes_the_url_on_the_next_lines() -> None:
+    body = (
+        b"User-agent: *\nDisallow: /tmp\n\n"
+        b"Sitemap: \n"
+        b"https://www.example.org/next.xml\n"
+        b"https://www.example.org/next2.xml\n"
+        b"User-agent: bot\n"
+        b"https://www.example.org/not-a-sitemap.xml\n"
+    )
+    assert sitemaps(body) == ["https://www.example.org/next.xml", "https://www.example.org/next2.xml"]
+
+
+def test_sitemaps_header_followed_by_bare_urls() -> None:
+    body = (
+        b"User-agent: *\nDisallow: /yazit/\n\nSitemaps:\nhttps://www.example.org/h.xml\nhttps://www.example.org/s.xml\n"
+    )
+    assert sitemaps(body) == ["https://www.example.org/h.xml", "https://www.example.org/s.xml"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"\n\n",
+        b"User-agent: *\nDisallow: /\n",
+        b"User-agent: *\nDisallow: /sitemap.xml\nAllow: /sitemap-public.xml\n",
+        b"# Sitemap: https://www.example.org/commented-out.xml\n",
+        b"Disallow: /x # Sitemap: https://www.example.org/in-a-comment.xml\n",
+        b"Sitemap-index: https://www.example.org/no.xml\nSitemapx: https://www.example.org/no2.xml\n",
+        b"https://www.example.org/bare-line-without-directive.xml\n",
+        b"Sitemap:\n\nUser-agent: *\n",
+        codecs.BOM_UTF8 + b"User-agent: *\r\nDisallow: /w/\r\n",
+    ],
+)
+def test_no_sitemap_declared(body: bytes) -> None:
+    assert sitemaps(body) == []
+
+
+def test_query_strings_are_kept() -> None:
+    body = b"SITEMAP: https://www.example.org/arc/outboundfeeds/sitemap-index/?outputType=xml\n"
+    assert sitemaps(body) == ["https://www.example.org/arc/outboundfeeds/sitemap-index/?outputType=xml"]
+
+
+def test_entries_are_sitemap_refs_and_streamed_in_order() -> None:
+    reader = SitemapReader(b"Sitemap: https://www.example.org/a.xml\nSitemap: /b.xml\n", ROBOTS_URL, is_robots=True)
+    assert reader.kind == "robots_txt"
+    entries = list(reader)
+    assert all(isinstance(entry, SitemapRef) for entry in entries)
+    assert [entry.url for entry in entries] == ["https://www.example.org/a.xml", "https://www.example.org/b.xml"]
+    assert reader.error is None
+
+
+def test_gzip_robots_txt_is_decompressed() -> None:
+    assert sitemaps(gzip.compress(b"User-agent: *\nSitemap: https://www.example.org/gz.xml\n")) == [
+        "https://www.example.org/gz.xml"
+    ]
+
+
+def test_many_sitemap_lines() -> None:
+    body = b"".join(b"Sitemap: https://www.example.org/s-%d.xml\r\n" % i for i in range(1500))
+    assert sitemaps(body) == [f"https://www.example.org/s-{i}.xml" for i in range(1500)]
+
+
+def test_more_sitemaps_than_the_index_limit() -> None:
+    body = b"".join(b"Sitemap: https://www.example.org/s-%d.xml\n" % i for i in range(10))
+    result = parse_sitemap(body, ROBOTS_URL, is_robots=True, limits=Limits(max_index_children=3))
+    assert result.sub_sitemaps == [f"https://www.example.org/s-{i}.xml" for i in range(3)]
+    assert result.error == "size limit"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<!DOCTYPE html><html><head><title>403 Forbidden</title></head><body>403</body></html>",
+        b"<html>\r\n<head><title>403 Forbidden</title></head>\r\n<body>\r\n<center><h1>403 Forbidden</h1></center>"
+        b"\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n",
+        b"\n\n  <!doctype html>\n<html lang=en><body><div id=root></div></body></html>",
+        codecs.BOM_UTF8 + b"<!DOCTYPE html><html></html>",
+        b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"></urlset>',
+    ],
+)
+def test_html_served_as_robots_txt_is_invalid(body: bytes) -> None:
+    reader = SitemapReader(body, ROBOTS_URL, is_robots=True)
+    assert list(reader) == []
+    assert reader.kind == "invalid"
+    assert reader.error == "not a sitemap"
+
+
+def test_html_mentioning_sitemap_is_still_invalid() -> None:
+    body = b"<html><body>\nSitemap: https://www.example.org/s.xml\n</body></html>"
+    result = parse_sitemap(body, ROBOTS_URL, is_robots=True)
+    assert (result.kind, result.error, result.sub_sitemaps) == ("invalid", "not a sitemap", [])
+
+
+def test_pure_helper_matches_the_reader() -> None:
+    text = "Sitemap: /a.xml\r\nsitemap:https://www.example.org/b.xml # c\rSitemaps:\nhttps://www.example.org/c.xml\n"
+    assert sitemap_urls_from_robots(text, ROBOTS_URL) == [
+        "https://www.example.org/a.xml",
+        "https://www.example.org/b.xml",
+        "https://www.example.org/c.xml",
+    ]
+    assert sitemaps(text.encode()) == sitemap_urls_from_robots(text, ROBOTS_URL)
