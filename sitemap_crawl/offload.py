@@ -62,19 +62,36 @@ class InlineReader:
 class WorkerReader:
     """A body being read by the parsing worker; holds the worker until closed."""
 
-    def __init__(self, worker: ParseWorker, job_id: int, url: str, header: tuple[Any, ...]) -> None:
+    def __init__(
+        self,
+        worker: ParseWorker,
+        job_id: int,
+        url: str,
+        header: tuple[Any, ...],
+        fallback: Callable[[], InlineReader],
+    ) -> None:
         self._worker = worker
         self._job_id = job_id
         self._url = url
+        self._fallback = fallback
         _tag, _job, self.kind, self.error, self.detail = header
         self._done = False
 
     async def chunks(self) -> AsyncIterator[list[Entry]]:
         url = self._url
+        given = 0
         while not self._done:
-            message = await self._worker.receive()
+            try:
+                message = await self._worker.receive()
+            except WorkerGone:
+                # The worker died mid-sitemap: read the rest here, after the entries already given.
+                self._done = True
+                async for chunk in self._read_inline_after(given):
+                    yield chunk
+                return
             tag = message[0]
             if tag == "entries":
+                given += len(message[2])
                 yield [entry_from_tuple(values, url) for values in message[2]]
             elif tag == "done":
                 _tag, _job, self.kind, self.error, self.detail = message
@@ -82,6 +99,16 @@ class WorkerReader:
             else:  # "failed": a bug in the parser, reported instead of crashing the crawl
                 self.error, self.detail = "parse error", str(message[2])
                 self._done = True
+
+    async def _read_inline_after(self, skip: int) -> AsyncIterator[list[Entry]]:
+        inline = self._fallback()
+        async for chunk in inline.chunks():
+            if skip >= len(chunk):
+                skip -= len(chunk)
+                continue
+            yield chunk[skip:]
+            skip = 0
+        self.kind, self.error, self.detail = inline.kind, inline.error, inline.detail
 
     async def drain(self) -> None:
         while not self._done:
@@ -113,7 +140,7 @@ class _WorkerSession:
                 header = await self._worker.receive()
                 if header[0] == "failed":
                     header = ("kind", self._job[0], "invalid", "parse error", str(header[2]))
-                self._reader = WorkerReader(self._worker, self._job[0], self._job[2], header)
+                self._reader = WorkerReader(self._worker, self._job[0], self._job[2], header, self._fallback)
                 if header[0] != "kind":
                     self._reader._done = True
                 return self._reader
@@ -152,6 +179,7 @@ class ParseWorker:
         self.lock = asyncio.Lock()
         self._process: asyncio.subprocess.Process | None = None
         self._job_ids = itertools.count(1)
+        self._killed: list[asyncio.subprocess.Process] = []
         self.broken = False
 
     async def start(self) -> bool:
@@ -184,7 +212,9 @@ class ParseWorker:
     async def receive(self) -> tuple[Any, ...]:
         import pickle
 
-        assert self._process is not None and self._process.stdout is not None
+        if self._process is None or self._process.stdout is None:
+            self._give_up("is gone")
+            raise WorkerGone
         try:
             header = await self._process.stdout.readexactly(HEADER_SIZE)
             data = await self._process.stdout.readexactly(decode_length(header))
@@ -209,6 +239,7 @@ class ParseWorker:
         if self._process is not None and self._process.returncode is None:
             logger.debug("Stopping the parsing worker: %s", why)
             self._process.kill()
+            self._killed.append(self._process)
         self._process = None
 
     def _give_up(self, why: str) -> None:
@@ -218,6 +249,9 @@ class ParseWorker:
         self.kill(why)
 
     async def close(self) -> None:
+        for killed in self._killed:
+            await killed.wait()
+        self._killed.clear()
         process, self._process = self._process, None
         if process is None or process.returncode is not None:
             return
