@@ -35,6 +35,7 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAP_CRAWL_TREE_LOG_LINES": 200,
     "SITEMAP_CRAWL_GC_TUNING": True,
     "SITEMAP_CRAWL_PARSE_WORKER": True,
+    "SITEMAP_CRAWL_CONCURRENT_SITEMAPS": 3,
     "SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE": 256 * 1024,
 }
 """Every SITEMAP_CRAWL_* setting and its default."""
@@ -77,6 +78,10 @@ class SettingsReader:
     @property
     def tree_log_lines(self) -> int:
         return int(self._get("SITEMAP_CRAWL_TREE_LOG_LINES"))
+
+    @property
+    def concurrent_sitemaps(self) -> int:
+        return max(1, int(self._get("SITEMAP_CRAWL_CONCURRENT_SITEMAPS")))
 
     @property
     def parse_worker(self) -> bool:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import gc
 
+from sitemap_crawl.memory import tune_malloc
+
 _THRESHOLDS = (50_000, 50, 1_000)
 
 
@@ -25,6 +27,7 @@ class GcTuning:
         if self._saved is not None:
             return
         self._saved = gc.get_threshold()
+        tune_malloc()
         gc.freeze()
         gc.set_threshold(*(max(mine, theirs) for mine, theirs in zip(_THRESHOLDS, self._saved, strict=True)))
 

@@ -25,7 +25,8 @@ from sitemap_crawl.parsing.worker import HEADER_SIZE, decode_length, entry_from_
 logger = logging.getLogger(__name__)
 
 Entry = SitemapPage | SitemapRef
-_PIPE_LIMIT = 1 << 26
+_PIPE_LIMIT = 1 << 20
+_BODY_CHUNK = 1 << 20
 
 
 class InlineReader:
@@ -136,7 +137,7 @@ class _WorkerSession:
         self._locked = True
         try:
             if await self._worker.start():
-                self._worker.send(self._job)
+                await self._worker.send(self._job)
                 header = await self._worker.receive()
                 if header[0] == "failed":
                     header = ("kind", self._job[0], "invalid", "parse error", str(header[2]))
@@ -202,12 +203,23 @@ class ParseWorker:
             return False
         return True
 
-    def send(self, job: tuple[Any, ...]) -> None:
+    async def send(self, job: tuple[Any, ...]) -> None:
+        """Send a job: its pickled header, then the raw body in pieces (bounded write buffer)."""
         import pickle
 
         assert self._process is not None and self._process.stdin is not None
-        data = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
-        self._process.stdin.write(len(data).to_bytes(HEADER_SIZE, "big") + data)
+        job_id, body, *rest = job
+        stdin = self._process.stdin
+        header = pickle.dumps((job_id, len(body), *rest), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            stdin.write(len(header).to_bytes(HEADER_SIZE, "big") + header)
+            view = memoryview(body)
+            for start in range(0, len(body), _BODY_CHUNK):
+                stdin.write(view[start : start + _BODY_CHUNK])
+                await stdin.drain()
+        except (ConnectionError, RuntimeError) as exc:
+            self._give_up(f"stopped reading ({exc})")
+            raise WorkerGone from exc
 
     async def receive(self) -> tuple[Any, ...]:
         import pickle

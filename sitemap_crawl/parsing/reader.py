@@ -46,6 +46,10 @@ DEFAULT_LIMITS = Limits()
 
 _LINE_MEMO_BYTES = 4 << 20
 """Text-sitemap lines remembered to skip repeats cheaply (about this many bytes)."""
+_LXML_VALUE_ERRORS = (ValueError, LookupError)
+"""What lxml raises besides syntax errors on hostile bytes: reading a name or text that
+recover mode kept as invalid UTF-8 (``&#xD800;``) raises UnicodeDecodeError; an unknown
+encoding, LookupError. The entries before are kept and the node gets "parse error"."""
 
 
 class SitemapReader:
@@ -92,7 +96,10 @@ class SitemapReader:
         return decoded_stream(self.body, self.limits.max_size, self.limits.max_gzip_layers)[2]
 
     def _sniff_xml(self) -> str:
-        root, problem, _ = find_root_name(self._chunks())
+        try:
+            root, problem, _ = find_root_name(self._chunks())
+        except _LXML_VALUE_ERRORS as exc:
+            root, problem = None, f"{type(exc).__name__}: {exc}"
         if root is not None and root in DIALECTS:
             self._dialect = DIALECTS[root]
             return self._dialect.kind
@@ -139,6 +146,13 @@ class SitemapReader:
             self.kind, self.error = INVALID, NOT_A_SITEMAP
 
     def _xml_entries(self) -> Iterator[SitemapPage | SitemapRef]:
+        assert self._dialect is not None
+        try:
+            yield from self._xml_entries_or_problem()
+        except _LXML_VALUE_ERRORS as exc:
+            self.error, self.detail = "parse error", f"{type(exc).__name__}: {exc}"
+
+    def _xml_entries_or_problem(self) -> Iterator[SitemapPage | SitemapRef]:
         assert self._dialect is not None
         try:
             yield from iter_entries(self._chunks, self._dialect, self.url)

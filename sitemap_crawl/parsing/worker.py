@@ -5,7 +5,9 @@ parsers (no Scrapy), so it starts fast and stays small. The spider uses it to
 parse large sitemaps on a second CPU core while it exports pages on the first.
 
 Protocol: frames of a 4-byte big-endian length and a pickle. The parent sends
-``(job_id, body, url, is_robots, limits, batch_size)``; the worker answers with
+``(job_id, body_length, url, is_robots, limits, batch_size)`` followed by the
+``body_length`` raw bytes of the body (not pickled: no second copy of a large
+body on either side); the worker answers with
 ``("kind", job_id, kind, error, detail)``, then any number of
 ``("entries", job_id, [entry tuples])`` and finally
 ``("done", job_id, kind, error, detail)``. Entries travel as plain tuples
@@ -20,6 +22,7 @@ import sys
 from typing import Any, BinaryIO
 
 from sitemap_crawl.items import Alternate, Image, NewsStory, SitemapPage, SitemapRef, Video
+from sitemap_crawl.memory import trim, tune_malloc
 from sitemap_crawl.parsing.reader import SitemapReader
 
 _LENGTH = struct.Struct(">I")
@@ -137,14 +140,23 @@ def main() -> None:
 
     gc.freeze()
     gc.set_threshold(50_000, 50, 1_000)
+    tune_malloc()
     source = sys.stdin.buffer
     sink = sys.stdout.buffer
     while True:
-        job = read_frame(source)
-        if job is None:
+        header = read_frame(source)
+        if header is None:
             return
+        job_id, body_length, *rest = header
+        body = source.read(body_length)
+        if len(body) < body_length:
+            return
+        job = (job_id, body, *rest)
+        del header, body
         try:
             run_job(job, sink)
+            del job
+            trim()
         except Exception as exc:  # a parser bug must not kill the crawl: report it
             write_frame(sink, ("failed", job[0], f"{type(exc).__name__}: {exc}"))
             sink.flush()

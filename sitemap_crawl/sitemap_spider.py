@@ -1,0 +1,244 @@
+"""A drop-in for ``scrapy.spiders.SitemapSpider`` built on :class:`SitemapRequestLoader`.
+
+    from sitemap_crawl import SitemapSpider      # instead of scrapy.spiders
+
+    class Products(SitemapSpider):
+        name = "products"
+        sitemap_urls = ["https://shop.example/robots.txt"]   # or: homepage = "https://shop.example/"
+        sitemap_rules = [(r"/product/", "parse_product")]
+        sitemap_follow = [r"products"]
+
+        def parse_product(self, response):
+            page = response.meta["sitemap_page"]   # lastmod, images, news... of the page
+
+Same attributes as Scrapy's (sitemap_urls, sitemap_rules, sitemap_follow,
+sitemap_alternate_links, sitemap_filter(entries)), plus: ``homepage`` (discovery
+through robots.txt and the well-known paths), every sitemap format, the page item
+in ``response.meta["sitemap_page"]``, a bounded number of page requests in memory,
+resumption with JOBDIR, and progress lines in the log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from scrapy import Request, Spider
+from scrapy.core.scheduler import Scheduler
+from scrapy.settings import BaseSettings
+
+from sitemap_crawl.arguments import (
+    SpiderArgumentError,
+    parse_bool,
+    parse_homepage,
+    parse_sitemap_urls,
+)
+from sitemap_crawl.items import SitemapPage, SitemapRef
+from sitemap_crawl.loader import DEFAULT_SCHEDULER_PATH, PAGE_META_KEY, SCHEDULER_PATH, SitemapRequestLoader
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SitemapSpider"]
+
+
+class _Entry(dict[str, Any]):
+    """A Scrapy-style sitemap entry (loc, lastmod, changefreq, priority, alternate)
+    that remembers the page item or sub-sitemap it was made from."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: SitemapPage | SitemapRef, values: dict[str, Any]) -> None:
+        super().__init__(values)
+        self.source = source
+
+
+def page_entry(page: SitemapPage) -> _Entry:
+    """The dict Scrapy's SitemapSpider would give sitemap_filter() for a page."""
+    values: dict[str, Any] = {"loc": page.url}
+    if page.last_modified is not None:
+        values["lastmod"] = page.last_modified
+    if page.change_frequency is not None:
+        values["changefreq"] = page.change_frequency
+    values["priority"] = str(page.priority)
+    if page.alternates:
+        values["alternate"] = [alternate.href for alternate in page.alternates]
+    return _Entry(page, values)
+
+
+def sitemap_entry(ref: SitemapRef) -> _Entry:
+    """The dict Scrapy's SitemapSpider would give sitemap_filter() for a sub-sitemap."""
+    values: dict[str, Any] = {"loc": ref.url}
+    if ref.last_modified is not None:
+        values["lastmod"] = ref.last_modified
+    return _Entry(ref, values)
+
+
+def _regex(pattern: re.Pattern[str] | str) -> re.Pattern[str]:
+    return re.compile(pattern) if isinstance(pattern, str) else pattern
+
+
+def _host_regex(allowed_domains: Iterable[str | None]) -> re.Pattern[str] | None:
+    """allowed_domains as Scrapy's OffsiteMiddleware reads them (None: every host)."""
+    domains = [re.escape(domain) for domain in allowed_domains if domain]
+    if not domains:
+        return None
+    return re.compile(rf"^(.*\.)?({'|'.join(domains)})$")
+
+
+class SitemapSpider(Spider):
+    """Crawl the pages listed by a site's sitemaps; a drop-in for Scrapy's SitemapSpider."""
+
+    sitemap_urls: Sequence[str] = ()
+    """Sitemaps (or robots.txt URLs) to start from."""
+    homepage: str | None = None
+    """A site to discover the sitemaps of: robots.txt, then the well-known paths."""
+    sitemap_rules: Sequence[tuple[re.Pattern[str] | str, Any]] = [("", "parse")]
+    """(regex, callback) pairs: a page goes to the callback of the first regex it matches;
+    a page no regex matches is not requested."""
+    sitemap_follow: Sequence[re.Pattern[str] | str] = [""]
+    """Regexes a sub-sitemap of an index must match (one of them) to be read."""
+    sitemap_deny: Sequence[re.Pattern[str] | str] = ()
+    """Regexes a sub-sitemap of an index must not match."""
+    sitemap_alternate_links: bool = False
+    """Also request the hreflang alternates (xhtml:link) of each page."""
+    sitemap_use_robots: bool = True
+    """With ``homepage``: read robots.txt ``Sitemap:`` lines."""
+    sitemap_use_known_paths: bool = True
+    """With ``homepage``: probe the well-known sitemap paths (SITEMAP_CRAWL_KNOWN_PATHS)."""
+    sitemap_filter_duplicates: bool = False
+    """True: page requests go through Scrapy's duplicate filter, as with Scrapy's
+    SitemapSpider (a page listed by two sitemaps is requested once, at the cost of one
+    fingerprint per page in memory and in JOBDIR/requests.seen). False (default): a
+    page URL is requested once per sitemap that lists it, in bounded memory."""
+
+    sitemap_loader: SitemapRequestLoader
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        # Page requests are persisted by the loader: keep them out of JOBDIR's disk queue
+        # (a project with its own scheduler keeps it).
+        if settings.get("SCHEDULER") in (DEFAULT_SCHEDULER_PATH, Scheduler):
+            settings.set("SCHEDULER", SCHEDULER_PATH, priority="spider")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.sitemap_loader = spider.make_sitemap_loader(crawler)
+        return spider
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._cbs: list[tuple[re.Pattern[str], Any]] = []
+        for pattern, callback in self.sitemap_rules:
+            if isinstance(callback, str):
+                callback = getattr(self, callback)
+            self._cbs.append((_regex(pattern), callback))
+        self._follow: list[re.Pattern[str]] = [_regex(pattern) for pattern in self.sitemap_follow]
+        self._deny: list[re.Pattern[str]] = [_regex(pattern) for pattern in self.sitemap_deny]
+        try:
+            # -a arguments arrive as strings
+            self.sitemap_urls = parse_sitemap_urls(self.sitemap_urls) if self.sitemap_urls else []
+            self.sitemap_use_robots = parse_bool("sitemap_use_robots", self.sitemap_use_robots, True)
+            self.sitemap_use_known_paths = parse_bool("sitemap_use_known_paths", self.sitemap_use_known_paths, True)
+            self.sitemap_alternate_links = parse_bool("sitemap_alternate_links", self.sitemap_alternate_links, False)
+            self.sitemap_filter_duplicates = parse_bool(
+                "sitemap_filter_duplicates", self.sitemap_filter_duplicates, False
+            )
+            self.homepage = parse_homepage(self.homepage, True) if self.homepage else None
+        except SpiderArgumentError as exc:
+            logger.error("Bad argument for the %s spider: %s", self.name, exc)
+            raise
+
+    def make_sitemap_loader(self, crawler: Crawler) -> SitemapRequestLoader:
+        """The loader behind this spider (override to change its options)."""
+        return SitemapRequestLoader.from_crawler(
+            crawler,
+            self.sitemap_urls,
+            homepage=self.homepage,
+            use_robots=self.sitemap_use_robots,
+            use_known_paths=self.sitemap_use_known_paths,
+            include=[pattern for pattern, _ in self._cbs],
+            follow=self._follow,
+            deny=self._deny or None,
+            page_filter=self._filter_pages,
+            sitemap_filter=self._filter_sitemaps,
+        )
+
+    async def start(self) -> AsyncIterator[Any]:
+        if not self.sitemap_urls and not self.homepage:
+            logger.warning("%s has no sitemap_urls and no homepage: no sitemap to read", self.name)
+        async for request in self.sitemap_loader.requests(self._page_request):
+            yield request
+
+    def sitemap_filter(self, entries: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+        """Choose sitemap entries by their attributes (as in Scrapy): entries are dicts
+        with ``loc`` and, when known, ``lastmod``, ``changefreq``, ``priority`` and
+        ``alternate`` (for pages) or ``loc`` and ``lastmod`` (for sub-sitemaps)."""
+        yield from entries
+
+    # -- what the loader calls ---------------------------------------------------------
+
+    def _filter_pages(self, pages: Iterator[SitemapPage], sitemap_url: str) -> Iterator[SitemapPage]:
+        host = _host_regex(getattr(self, "allowed_domains", None) or ())
+        for entry in self.sitemap_filter(page_entry(page) for page in pages):
+            page = self._page_of(entry, sitemap_url)
+            if page is None:
+                continue
+            candidates = [page]
+            if self.sitemap_alternate_links:
+                candidates += [dataclasses.replace(page, url=href) for href in entry.get("alternate") or ()]
+            for candidate in candidates:
+                if host is not None and not host.search(_hostname(candidate.url)):
+                    logger.debug("Filtered offsite page %s", candidate.url)
+                    continue
+                yield candidate
+
+    @staticmethod
+    def _page_of(entry: Any, sitemap_url: str) -> SitemapPage | None:
+        if not isinstance(entry, dict) or not entry.get("loc"):
+            return None
+        source = entry.source if isinstance(entry, _Entry) else None
+        if isinstance(source, SitemapPage) and source.url == entry["loc"]:
+            return source
+        return SitemapPage(
+            url=str(entry["loc"]),
+            sitemap_url=sitemap_url,
+            last_modified=entry.get("lastmod"),
+            change_frequency=entry.get("changefreq"),
+        )
+
+    def _filter_sitemaps(self, refs: Iterator[SitemapRef], sitemap_url: str) -> Iterator[str]:
+        for entry in self.sitemap_filter(sitemap_entry(ref) for ref in refs):
+            if isinstance(entry, dict) and entry.get("loc"):
+                yield str(entry["loc"])
+
+    def _callback_for(self, url: str) -> Any:
+        for pattern, callback in self._cbs:
+            if pattern.search(url):
+                return callback
+        return None
+
+    def _page_request(self, page: SitemapPage) -> Request | None:
+        callback = self._callback_for(page.url)
+        if callback is None:
+            return None  # no rule for it (rules changed since the run that queued it)
+        return Request(
+            page.url,
+            callback=callback,
+            meta={PAGE_META_KEY: page},
+            dont_filter=not self.sitemap_filter_duplicates,
+        )
+
+
+def _hostname(url: str) -> str:
+    return urlsplit(url).hostname or ""
