@@ -78,10 +78,7 @@ TITLE_WORDS = _words(
     "Festival Science Travel Kitchen Garden Energy Budget Climate Design "
     "Museum Café Über Résumé Naïve Smörgåsbord"
 )
-CATEGORIES = _words(
-    "shoes jackets bags watches lamps chairs tables rugs kettles bikes "
-    "tents books toys phones cameras"
-)
+CATEGORIES = _words("shoes jackets bags watches lamps chairs tables rugs kettles bikes tents books toys phones cameras")
 # non-ASCII path segments, already percent-encoded as sitemaps require
 ENCODED_SEGMENTS = (
     "k%C3%BCche",
@@ -363,9 +360,7 @@ class Gen:
         raise AssertionError(s)
 
 
-def _url_entry(
-    g: Gen, url: str, alternates: list[tuple[str, str]], nl: str, ind: str
-) -> str:
+def _url_entry(g: Gen, url: str, alternates: list[tuple[str, str]], nl: str, ind: str) -> str:
     r = g.r
     img_p, news_p, _ = SECTIONS[g.spec.section]
     parts = [f"<url>{nl}{ind}<loc>{esc(url)}</loc>"]
@@ -377,9 +372,7 @@ def _url_entry(
     if r.random() < 0.8:
         parts.append(f"{nl}{ind}<priority>{r.randint(1, 10) / 10:.1f}</priority>")
     for lang, href in alternates:
-        parts.append(
-            f'{nl}{ind}<xhtml:link rel="alternate" hreflang="{lang}" href="{esc(href)}"/>'
-        )
+        parts.append(f'{nl}{ind}<xhtml:link rel="alternate" hreflang="{lang}" href="{esc(href)}"/>')
     if news_p and r.random() < news_p:
         pub, lang = r.choice(PUBLICATIONS)
         t = g.when()
@@ -506,9 +499,7 @@ def _index_chunks(g: Gen, spec: FileSpec) -> Iterator[str]:
     nl, ind = ("\n", "    ") if spec.pretty else ("", "")
     out = [
         '<?xml version="1.0" encoding="UTF-8"?>\n',
-        f'<?xml-stylesheet type="text/xsl" href="{g.base}/sitemap.xsl"?>\n'
-        if spec.pretty
-        else "",
+        f'<?xml-stylesheet type="text/xsl" href="{g.base}/sitemap.xsl"?>\n' if spec.pretty else "",
         f'<sitemapindex xmlns="{NS_SITEMAP}">\n',
     ]
     for child in spec.children:
@@ -545,9 +536,7 @@ def write_file(args: tuple[str, int, str, FileSpec]) -> tuple[str, list[str], in
         out: BinaryIO | gzip.GzipFile = raw
         if spec.gz:
             # mtime=0 and no file name in the header: byte-identical output per seed
-            out = gzip.GzipFile(
-                filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0
-            )
+            out = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)
         for chunk in chunks:
             data = chunk.encode("utf-8")
             written += len(data)
@@ -574,9 +563,7 @@ def robots_txt(plan: Plan) -> str:
 
 
 def _digest_add(acc: int, url: str) -> int:
-    return (acc + int.from_bytes(hashlib.sha256(url.encode()).digest(), "big")) % (
-        1 << 256
-    )
+    return (acc + int.from_bytes(hashlib.sha256(url.encode()).digest(), "big")) % (1 << 256)
 
 
 def url_set_digest(urls: Iterator[str] | list[str]) -> str:
@@ -587,9 +574,7 @@ def url_set_digest(urls: Iterator[str] | list[str]) -> str:
     return f"{acc:064x}"
 
 
-def generate(
-    out_dir: Path, pages: int, seed: int, base: str, workers: int | None = None
-) -> dict[str, object]:
+def generate(out_dir: Path, pages: int, seed: int, base: str, workers: int | None = None) -> dict[str, object]:
     """Generate the site into ``out_dir`` (replaced); return the manifest."""
     t0 = time.perf_counter()
     plan = make_plan(pages, seed, base)
@@ -605,9 +590,7 @@ def generate(
     total_bytes = 0
     files_out: list[dict[str, object]] = []
     with open(tmp / EXPECTED, "w", encoding="utf-8") as exp, Pool(workers) as pool:
-        for (path, urls, written), spec in zip(
-            pool.imap(write_file, tasks), plan.files, strict=True
-        ):
+        for (path, urls, written), spec in zip(pool.imap(write_file, tasks), plan.files, strict=True):
             assert path == spec.path
             for u in urls:
                 acc = _digest_add(acc, u)
@@ -642,18 +625,14 @@ def generate(
 
 def load_manifest(site_dir: Path) -> dict[str, object] | None:
     try:
-        data: dict[str, object] = json.loads(
-            (site_dir / MANIFEST).read_text(encoding="utf-8")
-        )
+        data: dict[str, object] = json.loads((site_dir / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
         "--pages",
         "--size",
@@ -661,18 +640,14 @@ def main(argv: list[str] | None = None) -> int:
         default="1m",
         help="200k, 1m, 5m or an integer",
     )
-    ap.add_argument(
-        "--out", type=Path, required=True, help="output directory (replaced)"
-    )
+    ap.add_argument("--out", type=Path, required=True, help="output directory (replaced)")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
     ap.add_argument(
         "--base-url",
         default=DEFAULT_BASE_URL,
         help="scheme://host:port the site will be served on",
     )
-    ap.add_argument(
-        "--workers", type=int, default=None, help="processes (default: CPU count)"
-    )
+    ap.add_argument("--workers", type=int, default=None, help="processes (default: CPU count)")
     a = ap.parse_args(argv)
     m = generate(a.out, parse_size(a.pages), a.seed, a.base_url, a.workers)
     files = m["files"]

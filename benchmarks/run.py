@@ -11,8 +11,8 @@ Examples (from the repo root)::
 Each tool runs as a subprocess; the static server runs in another process (its CPU
 is reported separately, not counted).  Per run: wall time, CPU (user+sys of the
 process tree, from wait4), peak RSS of the process tree (sum over the process and
-all its descendants, sampled from /proc every 50 ms; never below the main process's
-ru_maxrss), time to first page (first complete line in the tool's output file) and
+all its descendants, sampled from /proc every 50 ms; never below any one process's
+VmHWM), time to first page (first complete line in the tool's output file) and
 the exact page-set check against the generator's expected_urls.txt.
 """
 
@@ -49,7 +49,7 @@ VENV_PY = REPO / ".venv" / "bin" / "python"
 USP_VENV = WORK / "venv-usp"
 USP_REQUIREMENT = "ultimate-sitemap-parser==1.8.1"
 ALL_TOOLS = ("ours", "usp", "scrapy_sitemapspider", "floor")
-PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+DEFAULT_PORT = 8931
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PROXY_VARS = (
     "http_proxy",
@@ -92,12 +92,23 @@ def process_tree(pid: int) -> list[int]:
     return out
 
 
-def rss_bytes(pid: int) -> int:
+def rss_and_hwm(pid: int) -> tuple[int, int]:
+    """(current RSS, peak RSS of the current address space) in bytes, from /proc/PID/status.
+
+    VmHWM is reset by exec, unlike ru_maxrss, which on Linux keeps the high-water mark
+    of the pre-exec image: the forked copy of the (large) runner process."""
+    rss = hwm = 0
     try:
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            return int(f.read().split()[1]) * PAGE_SIZE
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    hwm = int(line.split()[1]) * 1024
+                elif line.startswith(b"VmRSS:"):
+                    rss = int(line.split()[1]) * 1024
+                    break
     except (OSError, IndexError, ValueError):
-        return 0
+        pass
+    return rss, hwm
 
 
 def cpu_seconds(pid: int) -> float:
@@ -108,6 +119,27 @@ def cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / CLK_TCK
     except (OSError, IndexError, ValueError):
         return 0.0
+
+
+def system_busy_seconds() -> float:
+    """Non-idle CPU time of the whole machine, all cores (from /proc/stat)."""
+    with open("/proc/stat", "rb") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal ...
+    return (v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)) / CLK_TCK
+
+
+def wait_for_idle(max_wait: float, threshold_cores: float = 0.25, window: float = 1.0) -> float:
+    """Wait (up to max_wait s) until the machine's busy CPU over ``window`` is below
+    ``threshold_cores``; other people's jobs on a shared box skew wall times.
+    Returns the busy cores measured last."""
+    deadline = time.monotonic() + max_wait
+    while True:
+        b0 = system_busy_seconds()
+        time.sleep(window)
+        busy = (system_busy_seconds() - b0) / window
+        if busy < threshold_cores or time.monotonic() >= deadline:
+            return busy
 
 
 def has_complete_line(path: Path) -> bool:
@@ -121,9 +153,7 @@ def has_complete_line(path: Path) -> bool:
 class TreeSampler(threading.Thread):
     """Samples the summed RSS of a process tree and watches the output file."""
 
-    def __init__(
-        self, pid: int, out_path: Path | None, t0: float, interval: float = 0.05
-    ) -> None:
+    def __init__(self, pid: int, out_path: Path | None, t0: float, interval: float = 0.05) -> None:
         super().__init__(name="tree-sampler", daemon=True)
         self.pid = pid
         self.out_path = out_path
@@ -142,15 +172,13 @@ class TreeSampler(threading.Thread):
 
     def sample(self) -> None:
         pids = process_tree(self.pid)
-        total = sum(rss_bytes(p) for p in pids)
-        self.peak_rss = max(self.peak_rss, total)
+        stats = [rss_and_hwm(p) for p in pids]
+        total = sum(rss for rss, _ in stats)
+        hwms = [hwm for _, hwm in stats]
+        self.peak_rss = max(self.peak_rss, total, max(hwms, default=0))
         self.max_procs = max(self.max_procs, len(pids))
         self.samples += 1
-        if (
-            self.first_line_s is None
-            and self.out_path is not None
-            and has_complete_line(self.out_path)
-        ):
+        if self.first_line_s is None and self.out_path is not None and has_complete_line(self.out_path):
             self.first_line_s = time.perf_counter() - self.t0
 
     def stop(self) -> None:
@@ -166,7 +194,7 @@ class Measurement:
     sys_s: float
     cpu_s: float
     peak_rss_mib: float
-    main_maxrss_mib: float
+    ru_maxrss_mib: float
     first_page_s: float | None
     max_procs: int
     timed_out: bool
@@ -214,7 +242,8 @@ def measure(
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         sampler.stop()
-    # ru_maxrss is in KiB on Linux; it is the largest single process, a lower bound for the tree
+    # ru_maxrss is NOT used for the peak: on Linux it includes the pre-exec image, i.e. the
+    # forked runner itself (hundreds of MiB once it holds the expected page set)
     main_max = ru.ru_maxrss * 1024
     return Measurement(
         exit_code=proc.returncode,
@@ -222,11 +251,9 @@ def measure(
         user_s=round(ru.ru_utime, 3),
         sys_s=round(ru.ru_stime, 3),
         cpu_s=round(ru.ru_utime + ru.ru_stime, 3),
-        peak_rss_mib=round(max(sampler.peak_rss, main_max) / 2**20, 1),
-        main_maxrss_mib=round(main_max / 2**20, 1),
-        first_page_s=None
-        if sampler.first_line_s is None
-        else round(sampler.first_line_s, 3),
+        peak_rss_mib=round(sampler.peak_rss / 2**20, 1),
+        ru_maxrss_mib=round(main_max / 2**20, 1),
+        first_page_s=None if sampler.first_line_s is None else round(sampler.first_line_s, 3),
         max_procs=sampler.max_procs,
         timed_out=timed_out,
     )
@@ -284,9 +311,7 @@ def check_pages(urls: Iterator[str], expected: set[str]) -> dict[str, Any]:
 
 
 _ERROR_LINE = re.compile(r"\] (ERROR|CRITICAL):|^Traceback|^\S*Error: ", re.MULTILINE)
-_STAT = re.compile(
-    r"'(log_count/(?:ERROR|WARNING|CRITICAL)|item_scraped_count|finish_reason)': '?([\w.]+)'?"
-)
+_STAT = re.compile(r"'(log_count/(?:ERROR|WARNING|CRITICAL)|item_scraped_count|finish_reason)': '?([\w.]+)'?")
 
 
 def scan_log(path: Path) -> dict[str, Any]:
@@ -327,7 +352,11 @@ def ensure_usp_venv() -> Path:
 
 
 def ensure_site(pages: int, seed: int, base: str) -> tuple[Path, dict[str, Any], bool]:
-    site = WORK / "sites" / f"{generate_site.size_label(pages)}-{seed}"
+    name = f"{generate_site.size_label(pages)}-{seed}"
+    port = base.rsplit(":", 1)[1]
+    if port != str(DEFAULT_PORT):
+        name += f"-p{port}"  # URLs inside the files carry the port
+    site = WORK / "sites" / name
     manifest = generate_site.load_manifest(site)
     if (
         manifest is not None
@@ -422,6 +451,7 @@ class RunRecord:
     measurement: Measurement
     check: dict[str, Any]
     server_cpu_s: float
+    other_cpu_s: float
     log_file: str
     log_scan: dict[str, Any] = field(default_factory=dict)
 
@@ -435,9 +465,7 @@ def median_or_none(xs: list[float | None]) -> float | None:
     return statistics.median(vals) if vals else None
 
 
-def summarize(
-    records: list[RunRecord], tools: list[str], expected: int
-) -> dict[str, dict[str, Any]]:
+def summarize(records: list[RunRecord], tools: list[str], expected: int) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for tool in tools:
         rs = [r for r in records if r.tool == tool]
@@ -454,10 +482,9 @@ def summarize(
             "pages_found": found,
             "pages_per_s": found / wall if wall else None,
             "server_cpu_s": statistics.median(r.server_cpu_s for r in rs),
+            "other_cpu_s": statistics.median(r.other_cpu_s for r in rs),
             "exact_all_runs": all(r.check["exact"] for r in rs),
-            "failed_runs": sum(
-                1 for r in rs if r.measurement.exit_code != 0 or r.measurement.timed_out
-            ),
+            "failed_runs": sum(1 for r in rs if r.measurement.exit_code != 0 or r.measurement.timed_out),
             "missing": max(r.check["missing"] for r in rs),
             "extra": max(r.check["extra"] for r in rs),
             "duplicates": max(r.check["duplicates"] for r in rs),
@@ -496,9 +523,9 @@ def raw_table(records: list[RunRecord]) -> str:
     lines = [
         (
             "| tool | round | exit | wall s | user s | sys s | peak RSS MiB | first page s | items | missing "
-            "| extra | dup | server CPU s | error lines |"
+            "| extra | dup | server CPU s | other CPU s | error lines |"
         ),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in records:
         m, c = r.measurement, r.check
@@ -506,148 +533,31 @@ def raw_table(records: list[RunRecord]) -> str:
         lines.append(
             f"| {r.tool} | {r.round} | {exit_s} | {m.wall_s:.2f} | {m.user_s:.2f} | {m.sys_s:.2f} "
             f"| {m.peak_rss_mib:.0f} | {fmt(m.first_page_s)} | {c['items']} | {c['missing']} | {c['extra']} "
-            f"| {c['duplicates']} | {r.server_cpu_s:.2f} | {r.log_scan.get('error_lines', 0)} |"
+            f"| {c['duplicates']} | {r.server_cpu_s:.2f} | {r.other_cpu_s:.2f} | {r.log_scan.get('error_lines', 0)} |"
         )
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------- main
+def results_path(label: str, delay_label: str) -> Path:
+    return WORK / f"results-{label}-{delay_label}.json"
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument(
-        "--size", default="1m", help="200k, 1m, 5m or a page count (default 1m)"
-    )
-    ap.add_argument("--seed", type=int, default=generate_site.DEFAULT_SEED)
-    ap.add_argument(
-        "--delay-ms", type=float, default=0.0, help="server delay per response"
-    )
-    ap.add_argument(
-        "--runs", type=int, default=3, help="rounds; each round runs every tool once"
-    )
-    ap.add_argument(
-        "--tools",
-        default=",".join(ALL_TOOLS),
-        help=f"comma-separated subset of {ALL_TOOLS}",
-    )
-    ap.add_argument(
-        "--port",
-        type=int,
-        default=8931,
-        help="port the site is generated for and served on",
-    )
-    ap.add_argument(
-        "--keep-site",
-        action="store_true",
-        help="keep a site generated by this run for reuse",
-    )
-    ap.add_argument(
-        "--keep-output", action="store_true", help="keep each run's page output file"
-    )
-    ap.add_argument(
-        "--timeout", type=float, default=3600.0, help="seconds per tool run"
-    )
-    a = ap.parse_args(argv)
-
-    tools = [t.strip() for t in a.tools.split(",") if t.strip()]
-    for t in tools:
-        if t not in ALL_TOOLS:
-            ap.error(f"unknown tool {t!r}; choose from {ALL_TOOLS}")
-    pages = generate_site.parse_size(a.size)
-    label = generate_site.size_label(pages)
-    delay_label = f"{a.delay_ms:g}ms"
-    base = f"http://127.0.0.1:{a.port}"
-
-    WORK.mkdir(parents=True, exist_ok=True)
-    usp_python = ensure_usp_venv() if "usp" in tools else None
-    site, manifest, generated = ensure_site(pages, a.seed, base)
-    run_dir = WORK / "runs" / f"{label}-{delay_label}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    spider_cwd = Path(
-        tempfile.mkdtemp(prefix="sitemap-bench-")
-    )  # no scrapy.cfg above it
-    env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS}
-    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    ctx = Context(
-        base=base,
-        site=site,
-        run_dir=run_dir,
-        usp_python=usp_python,
-        spider_cwd=spider_cwd,
-    )
-
-    log("loading expected page set ...")
-    expected = load_expected(site)
-    assert len(expected) == pages, (len(expected), pages)
-    warm_page_cache(site)
-    started = dt.datetime.now(dt.UTC)
-    records: list[RunRecord] = []
-    try:
-        with ServerProcess(site, port=a.port, delay_ms=a.delay_ms) as server:
-            log(
-                f"serving {site} at {server.base_url} (server pid {server.pid}, delay {delay_label})"
-            )
-            for rnd in range(1, a.runs + 1):
-                k = (rnd - 1) % len(tools)
-                order = tools[k:] + tools[:k]  # rotate the order between rounds
-                for tool in order:
-                    out = run_dir / f"{tool}-r{rnd}-{output_name(tool)}"
-                    log_path = run_dir / f"{tool}-r{rnd}.log"
-                    out.unlink(missing_ok=True)
-                    cmd, cwd = tool_command(tool, ctx, out)
-                    log(f"[round {rnd}] {tool}: {' '.join(cmd)}")
-                    srv_cpu0 = cpu_seconds(server.pid)
-                    m = measure(cmd, cwd, env, log_path, out, a.timeout)
-                    srv_cpu = cpu_seconds(server.pid) - srv_cpu0
-                    if out.exists():
-                        urls = (
-                            iter_jsonl_urls(out)
-                            if out.suffix == ".jsonl"
-                            else iter_line_urls(out)
-                        )
-                        check = check_pages(urls, expected)
-                    else:
-                        check = check_pages(iter(()), expected)
-                    if not a.keep_output:
-                        out.unlink(missing_ok=True)
-                    rec = RunRecord(
-                        tool,
-                        rnd,
-                        m,
-                        check,
-                        round(srv_cpu, 2),
-                        str(log_path),
-                        scan_log(log_path),
-                    )
-                    records.append(rec)
-                    log(
-                        f"    exit {m.exit_code}{' TIMEOUT' if m.timed_out else ''}  wall {m.wall_s:.2f} s  "
-                        f"cpu {m.cpu_s:.2f} s  peak RSS {m.peak_rss_mib:.0f} MiB  first page "
-                        f"{fmt(m.first_page_s)} s  items {check['items']}  missing {check['missing']}  "
-                        f"extra {check['extra']}  dup {check['duplicates']}  server cpu {srv_cpu:.2f} s  "
-                        f"log error lines {rec.log_scan['error_lines']}"
-                    )
-                    if m.exit_code != 0 or m.timed_out or rec.log_scan["error_lines"]:
-                        for line in (
-                            rec.log_scan["first_errors"] or rec.log_scan["tail"]
-                        ):
-                            log(f"      | {line[:300]}")
-                    if not check["exact"]:
-                        for key in ("missing_sample", "extra_sample"):
-                            for u in check[key][:3]:
-                                log(f"      {key.split('_')[0]}: {u}")
-    finally:
-        shutil.rmtree(spider_cwd, ignore_errors=True)
-        if generated and not a.keep_site:
-            shutil.rmtree(site, ignore_errors=True)
-
+def save_results(
+    a: argparse.Namespace,
+    tools: list[str],
+    pages: int,
+    label: str,
+    manifest: dict[str, Any],
+    started: dt.datetime,
+    records: list[RunRecord],
+    complete: bool,
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Write the results JSON (also after every run, so an interrupted benchmark keeps its data)."""
     summary = summarize(records, tools, pages)
     files = manifest.get("files", [])
-    result = {
+    result: dict[str, Any] = {
         "date": started.isoformat(timespec="seconds"),
+        "complete": complete,
         "size": label,
         "pages": pages,
         "seed": a.seed,
@@ -667,12 +577,142 @@ def main(argv: list[str] | None = None) -> int:
         "summary": summary,
         "runs_raw": [asdict(r) for r in records],
     }
-    res_path = WORK / f"results-{label}-{delay_label}.json"
-    res_path.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    path = results_path(label, f"{a.delay_ms:g}ms")
+    path.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    return summary, result
 
-    print(
-        f"\n## {label} pages ({pages:,}), server delay {delay_label}, {a.runs} round(s), {result['date']}\n"
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", default="1m", help="200k, 1m, 5m or a page count (default 1m)")
+    ap.add_argument("--seed", type=int, default=generate_site.DEFAULT_SEED)
+    ap.add_argument("--delay-ms", type=float, default=0.0, help="server delay per response")
+    ap.add_argument("--runs", type=int, default=3, help="rounds; each round runs every tool once")
+    ap.add_argument(
+        "--tools",
+        default=",".join(ALL_TOOLS),
+        help=f"comma-separated subset of {ALL_TOOLS}",
     )
+    ap.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="port the site is generated for and served on",
+    )
+    ap.add_argument(
+        "--keep-site",
+        action="store_true",
+        help="keep a site generated by this run for reuse",
+    )
+    ap.add_argument("--keep-output", action="store_true", help="keep each run's page output file")
+    ap.add_argument(
+        "--wait-idle",
+        type=float,
+        default=30.0,
+        help="before each run wait up to this many seconds for other CPU load to drop (0: don't)",
+    )
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per tool run")
+    a = ap.parse_args(argv)
+
+    tools = [t.strip() for t in a.tools.split(",") if t.strip()]
+    for t in tools:
+        if t not in ALL_TOOLS:
+            ap.error(f"unknown tool {t!r}; choose from {ALL_TOOLS}")
+    pages = generate_site.parse_size(a.size)
+    label = generate_site.size_label(pages)
+    delay_label = f"{a.delay_ms:g}ms"
+    base = f"http://127.0.0.1:{a.port}"
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    usp_python = ensure_usp_venv() if "usp" in tools else None
+    site, manifest, generated = ensure_site(pages, a.seed, base)
+    run_dir = WORK / "runs" / f"{label}-{delay_label}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    spider_cwd = Path(tempfile.mkdtemp(prefix="sitemap-bench-"))  # no scrapy.cfg above it
+    env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS}
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    ctx = Context(
+        base=base,
+        site=site,
+        run_dir=run_dir,
+        usp_python=usp_python,
+        spider_cwd=spider_cwd,
+    )
+
+    log("loading expected page set ...")
+    expected = load_expected(site)
+    assert len(expected) == pages, (len(expected), pages)
+    warm_page_cache(site)
+    started = dt.datetime.now(dt.UTC)
+    records: list[RunRecord] = []
+    try:
+        with ServerProcess(site, port=a.port, delay_ms=a.delay_ms) as server:
+            log(f"serving {site} at {server.base_url} (server pid {server.pid}, delay {delay_label})")
+            for rnd in range(1, a.runs + 1):
+                k = (rnd - 1) % len(tools)
+                order = tools[k:] + tools[:k]  # rotate the order between rounds
+                for tool in order:
+                    out = run_dir / f"{tool}-r{rnd}-{output_name(tool)}"
+                    log_path = run_dir / f"{tool}-r{rnd}.log"
+                    out.unlink(missing_ok=True)
+                    cmd, cwd = tool_command(tool, ctx, out)
+                    log(f"[round {rnd}] {tool}: {' '.join(cmd)}")
+                    if a.wait_idle > 0:
+                        busy = wait_for_idle(a.wait_idle)
+                        if busy >= 0.25:
+                            log(f"    machine still busy ({busy:.2f} cores) after {a.wait_idle:g} s; running anyway")
+                    srv_cpu0 = cpu_seconds(server.pid)
+                    busy0 = system_busy_seconds()
+                    m = measure(cmd, cwd, env, log_path, out, a.timeout)
+                    srv_cpu = cpu_seconds(server.pid) - srv_cpu0
+                    # CPU used by anything else on the machine meanwhile (contention)
+                    other = max(0.0, system_busy_seconds() - busy0 - srv_cpu - m.cpu_s)
+                    if out.exists():
+                        urls = iter_jsonl_urls(out) if out.suffix == ".jsonl" else iter_line_urls(out)
+                        check = check_pages(urls, expected)
+                    else:
+                        check = check_pages(iter(()), expected)
+                    if not a.keep_output:
+                        out.unlink(missing_ok=True)
+                    rec = RunRecord(
+                        tool,
+                        rnd,
+                        m,
+                        check,
+                        round(srv_cpu, 2),
+                        round(other, 2),
+                        str(log_path),
+                        scan_log(log_path),
+                    )
+                    records.append(rec)
+                    save_results(a, tools, pages, label, manifest, started, records, complete=False)
+                    log(
+                        f"    exit {m.exit_code}{' TIMEOUT' if m.timed_out else ''}  wall {m.wall_s:.2f} s  "
+                        f"cpu {m.cpu_s:.2f} s  peak RSS {m.peak_rss_mib:.0f} MiB  first page "
+                        f"{fmt(m.first_page_s)} s  items {check['items']}  missing {check['missing']}  "
+                        f"extra {check['extra']}  dup {check['duplicates']}  server cpu {srv_cpu:.2f} s  "
+                        f"other cpu {other:.2f} s  "
+                        f"log error lines {rec.log_scan['error_lines']}"
+                    )
+                    if m.exit_code != 0 or m.timed_out or rec.log_scan["error_lines"]:
+                        for line in rec.log_scan["first_errors"] or rec.log_scan["tail"]:
+                            log(f"      | {line[:300]}")
+                    if not check["exact"]:
+                        for key in ("missing_sample", "extra_sample"):
+                            for u in check[key][:3]:
+                                log(f"      {key.split('_')[0]}: {u}")
+    finally:
+        shutil.rmtree(spider_cwd, ignore_errors=True)
+        if generated and not a.keep_site:
+            shutil.rmtree(site, ignore_errors=True)
+
+    summary, result = save_results(a, tools, pages, label, manifest, started, records, complete=True)
+    res_path = results_path(label, delay_label)
+
+    print(f"\n## {label} pages ({pages:,}), server delay {delay_label}, {a.runs} round(s), {result['date']}\n")
     print(markdown_table(summary))
     print("\nspeed/CPU vs USP = USP median / tool median (higher is better).\n")
     print("### Raw runs\n")

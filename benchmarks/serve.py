@@ -64,6 +64,12 @@ class StaticServer(ThreadingHTTPServer):
         self._lock = threading.Lock()
         super().__init__((HOST, port), StaticHandler)
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        # a client that gives up mid-body (timeout, crawl stopped) is not a server error
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
     def count(self, nbytes: int) -> None:
         with self._lock:
             self.requests_served += 1
@@ -120,14 +126,10 @@ class StaticHandler(BaseHTTPRequestHandler):
         self._respond(head=True)
 
 
-def start_in_thread(
-    root: Path, port: int = 0, delay_ms: float = 0
-) -> tuple[StaticServer, threading.Thread]:
+def start_in_thread(root: Path, port: int = 0, delay_ms: float = 0) -> tuple[StaticServer, threading.Thread]:
     """Start a server in a daemon thread of this process; stop with ``server.shutdown()``."""
     server = StaticServer(root, port, delay_ms)
-    thread = threading.Thread(
-        target=server.serve_forever, name="static-server", daemon=True
-    )
+    thread = threading.Thread(target=server.serve_forever, name="static-server", daemon=True)
     thread.start()
     return server, thread
 
@@ -135,9 +137,7 @@ def start_in_thread(
 class ServerProcess:
     """Run ``serve.py`` in a child process; ``.port``, ``.base_url`` and ``.pid`` once entered."""
 
-    def __init__(
-        self, root: Path, port: int = 0, delay_ms: float = 0, python: str | None = None
-    ) -> None:
+    def __init__(self, root: Path, port: int = 0, delay_ms: float = 0, python: str | None = None) -> None:
         self.cmd = [
             python or sys.executable,
             str(Path(__file__).resolve()),
@@ -158,14 +158,13 @@ class ServerProcess:
         return self.proc.pid
 
     def __enter__(self) -> Self:
-        self.proc = subprocess.Popen(
-            self.cmd, stdout=subprocess.PIPE, text=True, start_new_session=True
-        )
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
         if not line.startswith("READY "):
             self.proc.kill()
-            raise RuntimeError(f"server did not start: {line!r}")
+            self.proc.wait()
+            raise RuntimeError(f"server did not start (port {self.cmd[5]} in use? see its stderr above): {line!r}")
         self.base_url = line.split(" ", 1)[1]
         self.port = int(self.base_url.rsplit(":", 1)[1])
         return self
@@ -186,14 +185,10 @@ class ServerProcess:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", type=Path, required=True, help="directory to serve")
     ap.add_argument("--port", type=int, default=8931, help="0 = any free port")
-    ap.add_argument(
-        "--delay-ms", type=float, default=0.0, help="sleep before each response"
-    )
+    ap.add_argument("--delay-ms", type=float, default=0.0, help="sleep before each response")
     a = ap.parse_args(argv)
     server = StaticServer(a.root, a.port, a.delay_ms)
 

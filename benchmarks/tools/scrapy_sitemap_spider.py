@@ -39,9 +39,7 @@ class BenchSitemapSpider(SitemapSpider):
 
         body = self._get_sitemap_body(response)
         if not body:
-            self.logger.warning(
-                "Ignoring invalid sitemap: %(response)s", {"response": response}
-            )
+            self.logger.warning("Ignoring invalid sitemap: %(response)s", {"response": response})
             return ()
 
         s = Sitemap(body)
@@ -49,12 +47,8 @@ class BenchSitemapSpider(SitemapSpider):
             urls = list(self._get_urls_from_sitemapindex(self.sitemap_filter(s)))
             return (Request(loc, callback=self._parse_sitemap) for loc in urls)
         if s.type == "urlset":
-            pairs = list(
-                self._get_urls_and_callbacks_from_urlset(self.sitemap_filter(s))
-            )
+            pairs = list(self._get_urls_and_callbacks_from_urlset(self.sitemap_filter(s)))
             return ({"url": loc} for loc, _callback in pairs)
 
-        self.logger.warning(
-            "Ignoring invalid sitemap: %(response)s", {"response": response}
-        )
+        self.logger.warning("Ignoring invalid sitemap: %(response)s", {"response": response})
         return ()
