@@ -14,7 +14,7 @@ import gc
 
 from sitemap_crawl.memory import tune_malloc
 
-_THRESHOLDS = (50_000, 50, 1_000)
+_THRESHOLDS = (50_000, 20, 10)
 
 
 class GcTuning:

@@ -1,6 +1,7 @@
 """The tree pipeline: rebuilds the sitemap tree from node items, counts pages.
 
-Node items stop here (they never reach a feed); pages and page batches go on
+Node reports arrive by the ``sitemap_node`` signal (node items yielded by a
+spider of your own are taken too, and stop here); pages and page batches go on
 to the feeds. When the crawl closes, the tree is written to
 SITEMAP_CRAWL_TREE_FILE (if set), the stats get the counts and the log ends
 with a text rendering of the tree.
@@ -21,6 +22,7 @@ from scrapy.exceptions import DropItem
 
 from sitemap_crawl.config import SettingsReader
 from sitemap_crawl.items import PageBatch, SitemapNodeItem, SitemapPage
+from sitemap_crawl.signals import sitemap_node
 from sitemap_crawl.tree import SitemapTree
 
 logger = logging.getLogger(__name__)
@@ -42,6 +44,7 @@ class SitemapTreePipeline:
         self.nodes_seen = 0
         self._summary: tuple[Any, ...] | None = None
         crawler.signals.connect(self._log_summary, signal=signals.engine_stopped)
+        crawler.signals.connect(self.record_node, signal=sitemap_node)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapTreePipeline:
@@ -58,11 +61,15 @@ class SitemapTreePipeline:
             self.pages += 1
             self.stats.inc_value(f"{STATS_PREFIX}/pages")
             return item
-        if isinstance(item, SitemapNodeItem):
-            self.nodes_seen += 1
-            self.tree.report(item.path, item.url, item.kind, item.error, item.page_count, item.finished)
+        if isinstance(item, SitemapNodeItem):  # a spider of your own may still yield reports as items
+            self.record_node(item)
             raise DropItem("sitemap tree node (kept in the tree, not in feeds)", log_level="DEBUG")
         return item
+
+    def record_node(self, node: SitemapNodeItem) -> None:
+        """Place one node report in the tree (the ``sitemap_node`` signal handler)."""
+        self.nodes_seen += 1
+        self.tree.report(node.path, node.url, node.kind, node.error, node.page_count, node.finished)
 
     def close_spider(self) -> None:
         if not self.nodes_seen:

@@ -33,6 +33,7 @@ from scrapy.settings import BaseSettings
 
 from sitemap_crawl.arguments import (
     SpiderArgumentError,
+    install_traceback_filter,
     parse_bool,
     parse_homepage,
     parse_sitemap_urls,
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["SitemapSpider"]
+
+install_traceback_filter()  # a bad -a argument is one error line, not a traceback
 
 
 class _Entry(dict[str, Any]):

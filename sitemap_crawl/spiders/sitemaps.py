@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
@@ -42,6 +42,7 @@ from sitemap_crawl.memory import trim
 from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT
+from sitemap_crawl.signals import sitemap_node
 from sitemap_crawl.wiring import add_sitemap_crawl_components
 
 logger = logging.getLogger(__name__)
@@ -167,7 +168,9 @@ class SitemapsSpider(Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         self._setup()
-        yield SitemapNodeItem(path=(), url=self.website_url, kind=WEBSITE, finished=True)
+        self.crawler.signals.send_catch_log(
+            sitemap_node, node=SitemapNodeItem(path=(), url=self.website_url, kind=WEBSITE, finished=True)
+        )
         if self.start_sitemap_urls:
             for index, url in enumerate(self.start_sitemap_urls):
                 role = "robots" if url.rstrip("/").endswith("/robots.txt") else "start"
@@ -179,6 +182,8 @@ class SitemapsSpider(Spider):
             self._submit(Visit(urljoin(self.homepage, "robots.txt"), (0,), 0, frozenset(), "robots"))
         if not self.known_paths:
             self._known_paths_sent = True
+        return
+        yield  # start() stays an async generator; sitemap requests are sent by _submit, in order
 
     async def _close_readers(self) -> None:
         readers = getattr(self, "_readers", None)
@@ -244,14 +249,16 @@ class SitemapsSpider(Spider):
             },
         )
 
-    def _node(
+    def _report(
         self, visit: Visit, kind: str, error: str | None = None, page_count: int = 0, finished: bool = True
-    ) -> SitemapNodeItem:
-        return SitemapNodeItem(
+    ) -> None:
+        """Tell the tree pipeline about a node (the sitemap_node signal)."""
+        node = SitemapNodeItem(
             path=visit.path, url=visit.url, kind=kind, error=error, page_count=page_count, finished=finished
         )
+        self.crawler.signals.send_catch_log(sitemap_node, node=node)
 
-    def sitemap_failed(self, failure: Failure) -> Iterator[SitemapNodeItem]:
+    def sitemap_failed(self, failure: Failure) -> None:
         """Errback: the sitemap could not be downloaded; record why."""
         self._sitemap_done()
         request = getattr(failure, "request", None)
@@ -267,7 +274,7 @@ class SitemapsSpider(Spider):
             logger.info("robots.txt %s unavailable (%s); left out of the tree", visit.url, reason)
             return
         logger.warning("Sitemap %s failed: %s", visit.url, reason)
-        yield self._node(visit, INVALID, reason)
+        self._report(visit, INVALID, reason)
 
     async def parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
         """Callback for every sitemap and robots.txt response."""
@@ -287,7 +294,7 @@ class SitemapsSpider(Spider):
                 return
             if final_url in visit.ancestors:
                 logger.warning("Sitemap %s redirects to its ancestor %s: loop", visit.url, final_url)
-                yield self._node(visit, INVALID, "loop")
+                self._report(visit, INVALID, "loop")
                 return
             if visit.under_robots:
                 self._seen_under_robots.add(final_url)
@@ -309,7 +316,7 @@ class SitemapsSpider(Spider):
                     logger.debug("%s is not a sitemap (%s); left out", visit.url, reader.detail)
                     return
                 logger.warning("Sitemap %s is invalid: %s (%s)", visit.url, reader.error, reader.detail)
-                yield self._node(visit, INVALID, reader.error)
+                self._report(visit, INVALID, reader.error)
                 return
             async for output in self._read_entries(visit, reader, final_url, optional, broken_off):
                 yield output
@@ -326,7 +333,7 @@ class SitemapsSpider(Spider):
         async for entries in reader.chunks():
             if not announced:
                 announced = True
-                yield self._node(visit, reader.kind, finished=False)
+                self._report(visit, reader.kind, finished=False)
             for entry in entries:
                 if type(entry) is SitemapPage:
                     if redirected:
@@ -345,8 +352,7 @@ class SitemapsSpider(Spider):
                         continue
                     child = Visit(entry.url, (*visit.path, child_index), visit.depth + 1, lineage, "child")
                     child_index += 1
-                    for output in self._visit_child(child):
-                        yield output
+                    self._visit_child(child)
         if batch:
             yield PageBatch(visit.url, visit.path, batch)
         if optional and (reader.kind == INVALID or not announced):
@@ -355,7 +361,7 @@ class SitemapsSpider(Spider):
         if reader.error:
             logger.warning("Sitemap %s: %s (%s)", visit.url, reader.error, reader.detail)
         error = reader.error or ("truncated" if broken_off else None)
-        yield self._node(visit, reader.kind, error, page_count)
+        self._report(visit, reader.kind, error, page_count)
 
     def _should_follow(self, url: str, parent_kind: str) -> bool:
         if parent_kind == ROBOTS_TXT:
@@ -370,12 +376,12 @@ class SitemapsSpider(Spider):
             return False
         return True
 
-    def _visit_child(self, child: Visit) -> Iterator[Any]:
+    def _visit_child(self, child: Visit) -> None:
         if child.url in child.ancestors:
             logger.warning("Sitemap %s is its own ancestor: loop", child.url)
-            yield self._node(child, INVALID, "loop")
+            self._report(child, INVALID, "loop")
         elif child.depth > self.max_depth:
             logger.warning("Sitemap %s is nested deeper than %d levels: depth limit", child.url, self.max_depth)
-            yield self._node(child, INVALID, "depth limit")
+            self._report(child, INVALID, "depth limit")
         else:
             self._submit(child)
