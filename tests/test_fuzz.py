@@ -13,7 +13,7 @@ CI runs a bounded number of examples (deterministic when CI is set). A longer ca
 
     HYPOTHESIS_PROFILE=fuzz FUZZ_EXAMPLES=20000 .venv/bin/python -m pytest tests/test_fuzz.py -q -n 2
 
-(see docs/limits.md).
+(see README "Limits and security").
 """
 
 from __future__ import annotations
