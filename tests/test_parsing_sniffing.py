@@ -101,7 +101,9 @@ def test_other_markup_is_not_a_sitemap(body: bytes) -> None:
     assert reader.detail
 
 
-@pytest.mark.parametrize("body", [b"", b" ", b"\n\r\n\t", codecs.BOM_UTF8, gzip.compress(b"", mtime=0), gzip.compress(b"\n\n", mtime=0)])
+@pytest.mark.parametrize(
+    "body", [b"", b" ", b"\n\r\n\t", codecs.BOM_UTF8, gzip.compress(b"", mtime=0), gzip.compress(b"\n\n", mtime=0)]
+)
 def test_empty_body_is_not_a_sitemap(body: bytes) -> None:
     reader = SitemapReader(body, "https://www.example.org/sitemap.xml")
     assert list(reader) == []
