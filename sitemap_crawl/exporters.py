@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import marshal
 import pickle
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from xml.sax.xmlreader import AttributesImpl
 
@@ -27,6 +27,11 @@ from scrapy.exporters import (
 )
 
 from sitemap_crawl.items import NESTED_PAGE_FIELDS, PAGE_FIELDS, PageBatch, SitemapNodeItem, SitemapPage
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - a dependency; the standard encoder is the fallback
+    orjson = None  # type: ignore[assignment]
 
 _NO_ATTRIBUTES = AttributesImpl({})
 
@@ -81,6 +86,12 @@ class JsonLinesPageExporter(_PageRows, JsonLinesItemExporter):
             if not isinstance(item, SitemapNodeItem):
                 super().export_item(item)
             return
+        dumps = _fast_dumps(self)
+        if dumps is not None:
+            data = b"\n".join([dumps(page) for page in pages])
+            if data:
+                self.file.write(data + b"\n")
+            return
         encode = self.encoder.encode
         lines = [encode(self._page_dict(page)) for page in pages]
         if lines:
@@ -97,8 +108,9 @@ class JsonPageExporter(_PageRows, JsonItemExporter):
                 super().export_item(item)
             return
         encoding = self.encoding or "utf-8"
+        dumps = _fast_dumps(self)
         for page in pages:
-            data = self.encoder.encode(self._page_dict(page)).encode(encoding)
+            data = dumps(page) if dumps is not None else self.encoder.encode(self._page_dict(page)).encode(encoding)
             self._add_comma_after_first()
             self.file.write(data)
 
@@ -168,6 +180,32 @@ class MarshalPageExporter(_PageRows, MarshalItemExporter):
             return
         for page in pages:
             marshal.dump(self._page_dict(page), self.file)
+
+
+def _fast_dumps(exporter: _PageRows) -> Callable[[SitemapPage], bytes] | None:
+    """orjson's serialiser for whole pages, where its output is what the feed asked for.
+
+    orjson writes a page (a dataclass, fields in order, nested dataclasses as
+    objects) straight to UTF-8 JSON bytes, about twice as fast as building a
+    dict and encoding it with the standard library, and JSON encoding is the
+    largest cost of a large crawl. It is used when the feed is UTF-8 without
+    ASCII escaping, not indented, with every page field; otherwise Scrapy's
+    encoder is used as before. The only difference in the bytes is spacing
+    (``{"url":"..."}``, no blank after ``:`` and ``,``).
+    """
+    if hasattr(exporter, "_orjson_dumps"):
+        cached: Callable[[SitemapPage], bytes] | None = exporter._orjson_dumps
+        return cached
+    dumps: Callable[[SitemapPage], bytes] | None = None
+    kwargs = getattr(exporter, "_kwargs", {})
+    utf8 = str(getattr(exporter, "encoding", "") or "").lower().replace("-", "") == "utf8"
+    plain = (
+        kwargs.get("ensure_ascii") is False and not kwargs.get("indent") and set(kwargs) <= {"ensure_ascii", "indent"}
+    )
+    if orjson is not None and utf8 and plain and exporter._all_columns():
+        dumps = orjson.dumps
+    exporter._orjson_dumps = dumps  # type: ignore[attr-defined]
+    return dumps
 
 
 def _csv_row(values: dict[str, Any], names: Iterable[str]) -> list[Any]:
