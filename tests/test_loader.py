@@ -1,0 +1,590 @@
+"""SitemapRequestLoader on its own (pure asyncio, a fake fetch): state model, streaming,
+backpressure, filters, discovery, persistence and resumption."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sitemap_crawl import SitemapPage, SitemapRequestLoader
+from sitemap_crawl.loader import (
+    STATE_FIELDS,
+    FetchedSitemap,
+    LoaderState,
+    SitemapFetchError,
+    read_saved_state,
+)
+from tests.support import atom, gzip_bytes, robots, rss, sitemapindex, text_sitemap, urlset
+from tests.test_loader_support import index_bytes, urlset_bytes
+
+BASE = "https://site.test"
+
+
+class FakeWeb:
+    """url -> body (str/bytes), a redirect ("-> url") or an HTTP error (int)."""
+
+    def __init__(self, routes: Mapping[str, str | bytes | int]) -> None:
+        self.routes = dict(routes)
+        self.fetched: Counter[str] = Counter()
+
+    async def __call__(self, url: str) -> FetchedSitemap:
+        self.fetched[url] += 1
+        await asyncio.sleep(0)
+        final = url
+        value = self.routes.get(url, 404)
+        while isinstance(value, str) and value.startswith("-> "):
+            final = value[3:]
+            value = self.routes.get(final, 404)
+        if isinstance(value, int):
+            raise SitemapFetchError(f"HTTP {value}")
+        body = value.replace("{base}", BASE).encode() if isinstance(value, str) else value
+        return FetchedSitemap(final, body)
+
+
+def pages(prefix: str, count: int, start: int = 0) -> list[str]:
+    return [f"{BASE}/{prefix}/{i}" for i in range(start, start + count)]
+
+
+async def drain(loader: SitemapRequestLoader, handle: bool = True) -> list[SitemapPage]:
+    got = []
+    while (page := await loader.fetch_next_page()) is not None:
+        got.append(page)
+        if handle:
+            loader.mark_handled(page.url)
+    return got
+
+
+def run(coro_fn: Callable[[], Awaitable[Any]]) -> Any:
+    return asyncio.run(coro_fn())  # type: ignore[arg-type]
+
+
+# -- the state model ----------------------------------------------------------------------
+
+
+def test_index_and_urlsets_in_order_with_counts_and_state() -> None:
+    web = FakeWeb(
+        {
+            f"{BASE}/index.xml": sitemapindex("{base}/a.xml", "{base}/b.xml", "{base}/a.xml"),
+            f"{BASE}/a.xml": urlset(*pages("a", 3), "{base}/a/0"),
+            f"{BASE}/b.xml": urlset(*pages("b", 2), *pages("a", 1)),
+        }
+    )
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/index.xml"], fetch=web)
+        state = loader.state
+        assert isinstance(state, LoaderState)
+        assert list(state.to_dict()) == list(STATE_FIELDS)
+        got = await drain(loader)
+        # a page URL is queued once per sitemap: a/0 again from b.xml
+        assert [p.url for p in got] == [*pages("a", 3), *pages("b", 2), *pages("a", 1)]
+        assert got[0].sitemap_url == f"{BASE}/a.xml"
+        assert (loader.total_count, loader.handled_count, loader.pending_count) == (6, 6, 0)
+        assert loader.completed and loader.is_finished()
+        state = loader.state
+        assert state.processed_sitemap_urls == {f"{BASE}/index.xml", f"{BASE}/a.xml", f"{BASE}/b.xml"}
+        assert not state.pending_sitemap_urls and state.in_progress_sitemap_url is None
+        assert not state.url_queue and not state.in_progress and state.completed
+        loader.close()
+
+    run(main)
+    assert web.fetched == Counter({f"{BASE}/index.xml": 1, f"{BASE}/a.xml": 1, f"{BASE}/b.xml": 1})
+
+
+def test_counts_while_running_and_in_progress_until_handled() -> None:
+    web = FakeWeb({f"{BASE}/s.xml": urlset(*pages("p", 5))})
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/s.xml"], fetch=web)
+        first = await loader.fetch_next_page()
+        second = await loader.fetch_next_page()
+        assert first is not None and second is not None
+        state = loader.state
+        assert state.in_progress == {first.url, second.url}
+        assert state.in_progress_sitemap_url is None or state.in_progress_sitemap_url == f"{BASE}/s.xml"
+        assert loader.in_progress_count == 2 and loader.handled_count == 0
+        assert loader.mark_handled(second.url) is True
+        assert loader.mark_handled(second.url) is False  # not in progress any more
+        assert loader.state.in_progress == {first.url}
+        assert loader.handled_count == 1
+        rest = await drain(loader)
+        assert len(rest) == 3
+        assert not loader.is_finished()  # first is still in progress
+        loader.mark_handled(first.url)
+        assert loader.is_finished()
+        loader.close()
+
+    run(main)
+
+
+def test_every_format_reaches_the_queue() -> None:
+    web = FakeWeb(
+        {
+            f"{BASE}/robots.txt": robots(
+                "{base}/index.xml.gz", "{base}/feed.rss", "{base}/atom.xml", "{base}/list.txt"
+            ),
+            f"{BASE}/index.xml.gz": gzip_bytes(sitemapindex(f"{BASE}/news.xml")),
+            f"{BASE}/news.xml": urlset(
+                {"loc": f"{BASE}/n/1", "lastmod": "2024-05-01T10:00:00+02:00", "priority": 0.9},
+            ),
+            f"{BASE}/feed.rss": rss({"link": "{base}/r/1", "title": "R1", "pubDate": "Wed, 01 May 2024 10:00:00 GMT"}),
+            f"{BASE}/atom.xml": atom({"link": "{base}/t/1", "title": "T1", "updated": "2024-05-01T10:00:00Z"}),
+            f"{BASE}/list.txt": text_sitemap(f"{BASE}/x/1", f"{BASE}/x/2"),
+        }
+    )
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/robots.txt"], fetch=web)
+        got = {p.url: p for p in await drain(loader)}
+        assert set(got) == {f"{BASE}/n/1", f"{BASE}/r/1", f"{BASE}/t/1", f"{BASE}/x/1", f"{BASE}/x/2"}
+        assert got[f"{BASE}/n/1"].last_modified == "2024-05-01T10:00:00+02:00"
+        assert got[f"{BASE}/n/1"].priority == 0.9
+        assert got[f"{BASE}/r/1"].news is not None and got[f"{BASE}/r/1"].news.title == "R1"
+        loader.close()
+
+    run(main)
+
+
+# -- streaming and backpressure ------------------------------------------------------------
+
+
+def test_bounded_queue_pauses_the_parser_without_refetching() -> None:
+    urls = pages("p", 5000)
+    web = FakeWeb({f"{BASE}/big.xml": urlset_bytes(urls)})
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/big.xml"], fetch=web, max_buffer_size=50)
+        first = await loader.fetch_next_page()
+        assert first is not None
+        for _ in range(20):  # give the producer every chance to run ahead
+            await asyncio.sleep(0)
+        # the reader is suspended: no more than the buffer was taken from the sitemap
+        assert loader.total_count <= 51
+        assert len(loader.state.url_queue) <= 50
+        assert loader.state.in_progress_sitemap_url == f"{BASE}/big.xml"
+        loader.mark_handled(first.url)
+        seen = [first.url]
+        longest = 0
+        while (page := await loader.fetch_next_page()) is not None:
+            longest = max(longest, len(loader.state.url_queue) if len(seen) % 500 == 0 else 0)
+            seen.append(page.url)
+            loader.mark_handled(page.url)
+        assert seen == urls
+        assert longest <= 50
+        loader.close()
+
+    run(main)
+    assert web.fetched[f"{BASE}/big.xml"] == 1
+
+
+def test_a_slow_consumer_gets_every_page_of_50000() -> None:
+    """The consumer is far slower than the download: nothing is lost, the sitemap is
+    downloaded once, the queue never exceeds its bound, and the producer waits on an event."""
+    urls = pages("p", 50_000)
+    web = FakeWeb({f"{BASE}/big.xml": urlset_bytes(urls)})
+    sizes: list[int] = []
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/big.xml"], fetch=web, max_buffer_size=200)
+        got: list[str] = []
+        count = 0
+        while (page := await loader.fetch_next_page()) is not None:
+            count += 1
+            if count <= 12:
+                await asyncio.sleep(0.25)  # a few pages per second at first
+                assert web.fetched[f"{BASE}/big.xml"] == 1
+            elif count % 7 == 0:
+                await asyncio.sleep(0)
+            sizes.append(len(loader._queue))
+            got.append(page.url)
+            loader.mark_handled(page.url)
+        assert got == urls
+        assert loader.handled_count == loader.total_count == 50_000
+        loader.close()
+
+    run(main)
+    assert max(sizes) <= 200
+    assert web.fetched[f"{BASE}/big.xml"] == 1
+
+
+def test_waiting_is_on_events_not_polling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the queue is full and nobody consumes, the producer does not wake up."""
+    web = FakeWeb({f"{BASE}/big.xml": urlset_bytes(pages("p", 1000))})
+    timed_sleeps: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def counting_sleep(delay: float, *args: Any) -> Any:
+        if delay:
+            timed_sleeps.append(delay)
+        return await real_sleep(delay, *args)
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/big.xml"], fetch=web, max_buffer_size=10)
+        page = await loader.fetch_next_page()
+        assert page is not None
+        monkeypatch.setattr(asyncio, "sleep", counting_sleep)
+        total_before = loader.total_count
+        await real_sleep(0.3)
+        assert loader.total_count == total_before
+        producer = loader._producer
+        assert producer is not None and not producer.done()
+        monkeypatch.setattr(asyncio, "sleep", real_sleep)
+        await drain(loader)
+        loader.close()
+
+    run(main)
+    assert timed_sleeps == []
+
+
+# -- filters and discovery -----------------------------------------------------------------
+
+
+def test_include_exclude_follow_deny() -> None:
+    web = FakeWeb(
+        {
+            f"{BASE}/robots.txt": robots("{base}/index.xml", "{base}/skipped-by-nothing.xml"),
+            f"{BASE}/index.xml": sitemapindex("{base}/products.xml", "{base}/blog.xml", "{base}/products-old.xml"),
+            f"{BASE}/products.xml": urlset("{base}/product/1", "{base}/product/2", "{base}/about"),
+            f"{BASE}/products-old.xml": urlset("{base}/product/9"),
+            f"{BASE}/blog.xml": urlset("{base}/blog/1"),
+            f"{BASE}/skipped-by-nothing.xml": urlset("{base}/product/3", "{base}/product/3/print"),
+        }
+    )
+
+    async def main() -> None:
+        loader = SitemapRequestLoader(
+            [f"{BASE}/robots.txt"],
+            fetch=web,
+            include=[r"/product/"],
+            exclude=r"/print$",
+            follow=[r"products"],
+            deny=[r"-old"],
+        )
+        got = [p.url for p in await drain(loader)]
+        # robots.txt lines are read whatever follow says; index children must match follow, not deny
+        assert got == [f"{BASE}/product/3", f"{BASE}/product/1", f"{BASE}/product/2"]
+        loader.close()
+
+    run(main)
+    assert f"{BASE}/blog.xml" not in web.fetched and f"{BASE}/products-old.xml" not in web.fetched
+
+
+def test_page_and_sitemap_filters_see_each_sitemap() -> None:
+    web = FakeWeb(
+        {
+            f"{BASE}/index.xml": sitemapindex("{base}/a.xml", "{base}/b.xml"),
+            f"{BASE}/a.xml": urlset(
+                {"loc": f"{BASE}/old", "lastmod": "2001-01-01"}, {"loc": f"{BASE}/new", "lastmod": "2024-01-01"}
+            ),
+            f"{BASE}/b.xml": urlset(f"{BASE}/b"),
+        }
+    )
+    calls: list[str] = []
+
+    def page_filter(items: Any, sitemap_url: str) -> Any:
+        calls.append(sitemap_url)
+        return (p for p in items if (p.last_modified or "9999") >= "2005")
+
+    def sitemap_filter(refs: Any, sitemap_url: str) -> Any:
+        return [ref for ref in refs if not ref.url.endswith("/b.xml")]
+
+    async def main() -> None:
+        loader = SitemapRequestLoader(
+            [f"{BASE}/index.xml"], fetch=web, page_filter=page_filter, sitemap_filter=sitemap_filter
+        )
+        assert [p.url for p in await drain(loader)] == [f"{BASE}/new"]
+        loader.close()
+
+    run(main)
+    assert calls == [f"{BASE}/a.xml"]
+
+
+def test_homepage_discovery_robots_then_known_paths_skipping_what_was_read() -> None:
+    web = FakeWeb(
+        {
+            f"{BASE}/robots.txt": robots("{base}/sitemap_index.xml"),
+            f"{BASE}/sitemap_index.xml": sitemapindex("{base}/sitemap.xml"),
+            f"{BASE}/sitemap.xml": urlset("{base}/from-robots"),
+            f"{BASE}/sitemap-news.xml": urlset("{base}/news/1"),
+            f"{BASE}/sitemap": "<html><body>a page, not a sitemap</body></html>",
+            f"{BASE}/.sitemap.xml": "-> " + f"{BASE}/sitemap.xml",  # redirects to a sitemap already read
+        }
+    )
+
+    async def main() -> None:
+        loader = SitemapRequestLoader(fetch=web, homepage=f"{BASE}/")
+        got = [p.url for p in await drain(loader)]
+        assert got == [f"{BASE}/from-robots", f"{BASE}/news/1"]
+        assert loader.completed
+        loader.close()
+
+    run(main)
+    order = list(web.fetched)
+    assert order[:3] == [f"{BASE}/robots.txt", f"{BASE}/sitemap_index.xml", f"{BASE}/sitemap.xml"]
+    assert web.fetched[f"{BASE}/sitemap.xml"] == 1  # not probed again as a known path
+    assert web.fetched[f"{BASE}/sitemap_index.xml"] == 1
+    assert f"{BASE}/sitemap.xml.gz" in web.fetched  # the other known paths are probed (404 here)
+
+
+def test_failures_do_not_stop_the_rest(caplog: pytest.LogCaptureFixture) -> None:
+    web = FakeWeb(
+        {
+            f"{BASE}/index.xml": sitemapindex("{base}/gone.xml", "{base}/broken.xml", "{base}/ok.xml"),
+            f"{BASE}/gone.xml": 500,
+            f"{BASE}/broken.xml": b"\x00\x01 not a sitemap \xff",
+            f"{BASE}/ok.xml": urlset("{base}/ok"),
+        }
+    )
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/index.xml"], fetch=web)
+        assert [p.url for p in await drain(loader)] == [f"{BASE}/ok"]
+        assert loader.completed
+        loader.close()
+
+    with caplog.at_level("INFO", logger="sitemap_crawl.loader"):
+        run(main)
+    assert any("gone.xml unusable: HTTP 500" in r.getMessage() for r in caplog.records)
+
+
+# -- persistence ----------------------------------------------------------------------------
+
+
+def make_site(sitemaps: int = 3, per: int = 400) -> tuple[FakeWeb, list[str]]:
+    routes: dict[str, str | bytes | int] = {
+        f"{BASE}/index.xml": index_bytes([f"{BASE}/s{i}.xml" for i in range(sitemaps)])
+    }
+    everything: list[str] = []
+    for i in range(sitemaps):
+        urls = pages(f"s{i}", per)
+        routes[f"{BASE}/s{i}.xml"] = urlset_bytes(urls)
+        everything += urls
+    return FakeWeb(routes), everything
+
+
+def test_state_file_has_exactly_the_model(tmp_path: Path) -> None:
+    web, everything = make_site()
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/index.xml"], fetch=web, persist_dir=tmp_path, max_buffer_size=30)
+        for _ in range(500):
+            page = await loader.fetch_next_page()
+            assert page is not None
+            if not page.url.endswith("7"):
+                loader.mark_handled(page.url)
+        loader.save()
+        data = json.loads((tmp_path / "sitemap_loader.json").read_text())
+        assert list(data) == list(STATE_FIELDS)
+        assert data["in_progress_sitemap_url"] == f"{BASE}/s1.xml"
+        assert data["processed_sitemap_urls"] == [f"{BASE}/index.xml", f"{BASE}/s0.xml"]
+        assert (
+            data["current_sitemap_processed_urls"]
+            == everything[400 : 400 + len(data["current_sitemap_processed_urls"])]
+        )
+        assert data["pending_sitemap_urls"] == [f"{BASE}/s2.xml"]
+        assert set(data["in_progress"]) == {u for u in everything[:500] if u.endswith("7")}
+        assert data["total_count"] == data["handled_count"] + len(data["url_queue"]) + len(data["in_progress"])
+        assert set(data["url_queue"]) <= set(data["current_sitemap_processed_urls"]) | set(everything[:400])
+        assert data["completed"] is False
+        again = LoaderState.from_dict(data).to_dict()
+        assert {k: sorted(v) if isinstance(v, list) else v for k, v in again.items()} == {
+            k: sorted(v) if isinstance(v, list) else v for k, v in data.items()
+        }
+        assert not list(tmp_path.glob("*.tmp"))
+        loader.close()
+
+    run(main)
+
+
+def crash_copy(src: Path, dst: Path) -> None:
+    """What a kill -9 leaves behind: the files as they are (no close)."""
+    shutil.copytree(src, dst)
+
+
+def test_resume_after_a_crash_loses_nothing_and_repeats_only_in_progress(tmp_path: Path) -> None:
+    web, everything = make_site(sitemaps=3, per=400)
+    live, crashed = tmp_path / "live", tmp_path / "crashed"
+    handled_first: list[str] = []
+    in_flight: set[str] = set()
+
+    async def first_run() -> None:
+        loader = SitemapRequestLoader(
+            [f"{BASE}/index.xml"], fetch=web, persist_dir=live, max_buffer_size=25, save_interval=3600
+        )
+        for _ in range(650):  # into the second sitemap
+            page = await loader.fetch_next_page()
+            assert page is not None
+            if len(in_flight) < 8 and page.url.endswith(("3", "5")):
+                in_flight.add(page.url)  # handed out, never handled
+            else:
+                loader.mark_handled(page.url)
+                handled_first.append(page.url)
+        crash_copy(live, crashed)  # the process dies here: no close(), no final save
+        loader.close()
+
+    run(first_run)
+    saved = read_saved_state(crashed)
+    assert saved is not None
+    assert saved.in_progress == in_flight  # the journal brought the handled ones back
+    assert saved.handled_count == len(handled_first)
+
+    second: list[str] = []
+
+    async def second_run() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/index.xml"], fetch=web, persist_dir=crashed, max_buffer_size=25)
+        loader.open()
+        restored = loader.state
+        assert restored.in_progress == set()
+        assert set(list(restored.url_queue)[: len(in_flight)]) == in_flight  # back at the front
+        second.extend(p.url for p in await drain(loader))
+        assert loader.completed and loader.is_finished()
+        assert loader.handled_count == loader.total_count == len(everything)
+        loader.close()
+
+    run(second_run)
+    assert set(handled_first) | set(second) == set(everything)
+    assert set(handled_first) & set(second) == set()  # handled pages never come back
+    assert set(second) >= in_flight
+    assert len(second) == len(set(second))
+    final = read_saved_state(crashed)
+    assert final is not None and final.completed and not final.in_progress and not final.url_queue
+
+
+def test_resume_rereads_the_current_sitemap_skipping_what_was_queued(tmp_path: Path) -> None:
+    web, everything = make_site(sitemaps=2, per=300)
+
+    async def first_run() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/index.xml"], fetch=web, persist_dir=tmp_path, max_buffer_size=20)
+        for _ in range(100):
+            page = await loader.fetch_next_page()
+            assert page is not None
+            loader.mark_handled(page.url)
+        loader.close()  # a clean stop (Ctrl-C)
+
+    run(first_run)
+    data = json.loads((tmp_path / "sitemap_loader.json").read_text())
+    assert data["in_progress_sitemap_url"] == f"{BASE}/s0.xml"
+    assert data["handled_count"] == 100 and not data["in_progress"]
+    assert len(data["current_sitemap_processed_urls"]) == 100 + len(data["url_queue"])
+    fetched_before = web.fetched[f"{BASE}/s0.xml"]
+
+    async def second_run() -> list[str]:
+        loader = SitemapRequestLoader([f"{BASE}/index.xml"], fetch=web, persist_dir=tmp_path, max_buffer_size=20)
+        got = [p.url for p in await drain(loader)]
+        loader.close()
+        return got
+
+    second = run(second_run)
+    assert web.fetched[f"{BASE}/s0.xml"] == fetched_before + 1
+    assert second == everything[100:]
+
+
+def test_restored_pages_keep_their_item_and_come_out_marked(tmp_path: Path) -> None:
+    web = FakeWeb(
+        {
+            f"{BASE}/s.xml": urlset(
+                *({"loc": f"{BASE}/p/{i}", "lastmod": "2024-02-03", "priority": 0.7} for i in range(50))
+            )
+        }
+    )
+
+    async def first_run() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/s.xml"], fetch=web, persist_dir=tmp_path, max_buffer_size=10)
+        for _ in range(5):
+            await loader.fetch_next_page()  # in progress, not handled
+        loader.close()
+
+    run(first_run)
+
+    async def second_run() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/s.xml"], fetch=web, persist_dir=tmp_path, max_buffer_size=10)
+        entry = await loader._next_entry()
+        assert entry is not None and entry.restored
+        assert entry.page.last_modified == "2024-02-03" and entry.page.priority == 0.7
+        assert entry.page.sitemap_url == f"{BASE}/s.xml"
+        rest = await drain(loader)
+        loader.mark_handled(entry.page.url)
+        assert 1 + len(rest) == 50
+        loader.close()
+
+    run(second_run)
+
+
+def test_a_completed_job_does_nothing_on_restart(tmp_path: Path) -> None:
+    web, _ = make_site(sitemaps=1, per=10)
+
+    async def once() -> int:
+        loader = SitemapRequestLoader([f"{BASE}/index.xml"], fetch=web, persist_dir=tmp_path)
+        count = len(await drain(loader))
+        loader.close()
+        return count
+
+    assert run(once) == 10
+    assert run(once) == 0
+    assert web.fetched[f"{BASE}/s0.xml"] == 1
+
+
+def test_an_unreadable_state_is_set_aside(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    web, _ = make_site(sitemaps=1, per=10)
+    (tmp_path / "sitemap_loader.json").write_text('{"url_queue": [1, 2]}')
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/index.xml"], fetch=web, persist_dir=tmp_path)
+        assert len(await drain(loader)) == 10
+        loader.close()
+
+    run(main)
+    assert list(tmp_path.glob("sitemap_loader.json.unreadable-*"))
+    assert any("unreadable" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [],
+        {"url_queue": []},
+        {**{key: [] for key in STATE_FIELDS}, "handled_count": -1},
+        {
+            **{key: [] for key in STATE_FIELDS},
+            "in_progress_sitemap_url": None,
+            "handled_count": 0,
+            "total_count": 0,
+            "completed": "no",
+        },
+    ],
+)
+def test_state_validation(data: Any) -> None:
+    with pytest.raises(ValueError):
+        LoaderState.from_dict(data)
+
+
+def test_an_error_in_one_sitemap_does_not_stop_the_others(caplog: pytest.LogCaptureFixture) -> None:
+    web = FakeWeb(
+        {
+            f"{BASE}/index.xml": sitemapindex("{base}/bad.xml", "{base}/good.xml"),
+            f"{BASE}/bad.xml": urlset("{base}/bad/1", "{base}/bad/2"),
+            f"{BASE}/good.xml": urlset("{base}/good/1"),
+        }
+    )
+
+    def page_filter(items: Any, sitemap_url: str) -> Any:
+        for page in items:
+            if page.url.endswith("/bad/2"):
+                raise ValueError("a bug in a filter")
+            yield page
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/index.xml"], fetch=web, page_filter=page_filter)
+        assert [p.url for p in await drain(loader)] == [f"{BASE}/bad/1", f"{BASE}/good/1"]
+        assert loader.completed
+        loader.close()
+
+    run(main)
+    assert any("Error while reading the sitemap" in r.getMessage() for r in caplog.records)

@@ -1,0 +1,626 @@
+"""sitemap_crawl.SitemapSpider: behaviour parity with scrapy.spiders.SitemapSpider on the
+examples of Scrapy's documentation (the same spider body is run with both classes against
+the same fixture site), then what ours adds: every format, homepage discovery, the page
+item in meta, handled accounting, resumption with JOBDIR, progress in the log."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sitemap_crawl.loader import STATE_FIELDS, read_saved_state
+from tests.support import FixtureServer, Route, atom, robots, rss, sitemapindex, text_sitemap, urlset
+from tests.support.crawl import CrawlResult
+from tests.support.fixture_server import SiteFactory
+from tests.test_loader_support import read_lines, run_spider, start_spider
+
+HTML = "<html><body>page {base}</body></html>"
+
+CALLBACKS = """
+    def parse(self, response):
+        yield {"cb": "parse", "url": response.url}
+
+    def parse_product(self, response):
+        yield {"cb": "parse_product", "url": response.url}
+
+    def parse_category(self, response):
+        yield {"cb": "parse_category", "url": response.url}
+
+    def parse_shop(self, response):
+        yield {"cb": "parse_shop", "url": response.url}
+
+    def parse_other(self, response):
+        yield {"cb": "parse_other", "url": response.url}
+"""
+
+
+def spider_source(module: str, body: str) -> str:
+    return (
+        "from datetime import datetime\n"
+        "from scrapy import Request\n"
+        f"from {module} import SitemapSpider\n\n\n"
+        "class DocSpider(SitemapSpider):\n"
+        '    name = "doc"\n' + textwrap.indent(textwrap.dedent(body), "    ") + CALLBACKS
+    )
+
+
+def visits(result: CrawlResult) -> list[tuple[str, str]]:
+    result.assert_ok()
+    return sorted((row["cb"], row["url"]) for row in result.pages)
+
+
+def crawl_both(tmp_path: Path, body: str, settings: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    theirs = run_spider(tmp_path / "scrapy", spider_source("scrapy.spiders", body), settings=settings)
+    ours = run_spider(tmp_path / "ours", spider_source("sitemap_crawl", body), settings=settings)
+    return visits(theirs), visits(ours)
+
+
+def with_pages(site: FixtureServer, *paths: str) -> FixtureServer:
+    for path in paths:
+        site[path] = Route(HTML, content_type="text/html")
+    return site
+
+
+# -- parity with Scrapy's documented examples ------------------------------------------------
+
+
+def test_docs_simplest_example_every_url_to_parse(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(
+        fixture_site({"/sitemap.xml": urlset("{base}/a", "{base}/b", {"loc": "{base}/c", "lastmod": "2024-01-01"})}),
+        "/a",
+        "/b",
+        "/c",
+    )
+    theirs, ours = crawl_both(tmp_path, f'sitemap_urls = ["{site.url("/sitemap.xml")}"]\n')
+    assert ours == theirs == [("parse", site.url(p)) for p in ("/a", "/b", "/c")]
+
+
+def test_docs_rules_example(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(
+        fixture_site(
+            {
+                "/sitemap.xml": urlset(
+                    "{base}/product/1",
+                    "{base}/category/shoes",
+                    "{base}/product/2",
+                    "{base}/about",
+                    "{base}/x/product/3",
+                )
+            }
+        ),
+        "/product/1",
+        "/product/2",
+        "/category/shoes",
+        "/about",
+        "/x/product/3",
+    )
+    body = f"""
+    sitemap_urls = ["{site.url("/sitemap.xml")}"]
+    sitemap_rules = [
+        ("/product/", "parse_product"),
+        ("/category/", "parse_category"),
+    ]
+    """
+    theirs, ours = crawl_both(tmp_path, body)
+    assert ours == theirs
+    assert ("parse_product", site.url("/x/product/3")) in ours  # regexes search, not match
+    assert all(url != site.url("/about") for _, url in ours)  # no rule: not requested
+
+
+def test_docs_robots_and_follow_example(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(
+        fixture_site(
+            {
+                "/robots.txt": robots("{base}/sitemap_index.xml", "{base}/sitemap_blog.xml"),
+                "/sitemap_index.xml": sitemapindex("{base}/sitemap_shops.xml", "{base}/sitemap_other.xml"),
+                "/sitemap_shops.xml": urlset("{base}/shop/1", "{base}/shop/2", "{base}/misc"),
+                "/sitemap_other.xml": urlset("{base}/shop/3"),
+                "/sitemap_blog.xml": urlset("{base}/shop/4", "{base}/blog/1"),
+            }
+        ),
+        "/shop/1",
+        "/shop/2",
+        "/shop/3",
+        "/shop/4",
+        "/misc",
+        "/blog/1",
+    )
+    body = f"""
+    sitemap_urls = ["{site.url("/robots.txt")}"]
+    sitemap_rules = [("/shop/", "parse_shop")]
+    sitemap_follow = ["/sitemap_shops"]
+    """
+    theirs, ours = crawl_both(tmp_path, body)
+    assert ours == theirs
+    # follow applies to index entries only: robots.txt's sitemap_blog.xml is read
+    assert ours == [("parse_shop", site.url(p)) for p in ("/shop/1", "/shop/2", "/shop/4")]
+
+
+def test_docs_combine_with_other_sources_example(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(
+        fixture_site(
+            {
+                "/robots.txt": robots("{base}/sitemap.xml"),
+                "/sitemap.xml": urlset("{base}/shop/1", "{base}/about"),
+            }
+        ),
+        "/shop/1",
+        "/about",
+        "/other",
+    )
+    body = f"""
+    sitemap_urls = ["{site.url("/robots.txt")}"]
+    sitemap_rules = [("/shop/", "parse_shop")]
+    other_urls = ["{site.url("/other")}"]
+
+    async def start(self):
+        async for item_or_request in super().start():
+            yield item_or_request
+        for url in self.other_urls:
+            yield Request(url, self.parse_other)
+    """
+    theirs, ours = crawl_both(tmp_path, body)
+    assert ours == theirs == [("parse_other", site.url("/other")), ("parse_shop", site.url("/shop/1"))]
+
+
+def test_docs_sitemap_filter_by_lastmod_example(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(
+        fixture_site(
+            {
+                "/sitemap.xml": urlset(
+                    {"loc": "{base}/old", "lastmod": "2004-12-31"},
+                    {"loc": "{base}/new", "lastmod": "2005-01-01"},
+                    {"loc": "{base}/newer", "lastmod": "2019-07-01"},
+                    {"loc": "http://localhost:1/offsite", "lastmod": "2020-01-01"},
+                )
+            }
+        ),
+        "/old",
+        "/new",
+        "/newer",
+    )
+    body = f"""
+    allowed_domains = ["127.0.0.1"]
+    sitemap_urls = ["{site.url("/sitemap.xml")}"]
+
+    def sitemap_filter(self, entries):
+        for entry in entries:
+            date_time = datetime.strptime(entry["lastmod"], "%Y-%m-%d")
+            if date_time.year >= 2005:
+                yield entry
+    """
+    theirs, ours = crawl_both(tmp_path, body)
+    assert ours == theirs == [("parse", site.url("/new")), ("parse", site.url("/newer"))]
+
+
+@pytest.mark.parametrize("alternate", [True, False])
+def test_docs_alternate_links_example(fixture_site: SiteFactory, tmp_path: Path, alternate: bool) -> None:
+    link = '<xhtml:link rel="alternate" hreflang="de" href="{base}/de"/>'
+    site = with_pages(fixture_site({"/sitemap.xml": urlset({"loc": "{base}/", "extra": link})}), "/", "/de")
+    body = f"""
+    sitemap_urls = ["{site.url("/sitemap.xml")}"]
+    sitemap_alternate_links = {alternate}
+    """
+    theirs, ours = crawl_both(tmp_path, body)
+    expected = [("parse", site.url("/"))] + ([("parse", site.url("/de"))] if alternate else [])
+    assert ours == theirs == sorted(expected)
+
+
+def test_index_gzip_and_sitemap_filter_on_index_entries(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(
+        fixture_site(
+            {
+                "/index.xml": sitemapindex(
+                    {"loc": "{base}/a.xml.gz", "lastmod": "2024-01-01"},
+                    {"loc": "{base}/b.xml", "lastmod": "2001-01-01"},
+                ),
+                "/a.xml.gz": Route(urlset("{base}/a1", "{base}/a2"), gzip_file=True),
+                "/b.xml": urlset("{base}/b1"),
+            }
+        ),
+        "/a1",
+        "/a2",
+        "/b1",
+    )
+    body = f"""
+    sitemap_urls = ["{site.url("/index.xml")}"]
+
+    def sitemap_filter(self, entries):
+        for entry in entries:
+            if entry.get("lastmod", "2024") >= "2002":
+                yield entry
+    """
+    theirs, ours = crawl_both(tmp_path, body)
+    assert ours == theirs == [("parse", site.url("/a1")), ("parse", site.url("/a2"))]
+
+
+def test_duplicate_filtering_parity_is_available(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(
+        fixture_site(
+            {
+                "/index.xml": sitemapindex("{base}/a.xml", "{base}/b.xml"),
+                "/a.xml": urlset("{base}/p1", "{base}/shared"),
+                "/b.xml": urlset("{base}/shared", "{base}/p2"),
+            }
+        ),
+        "/p1",
+        "/p2",
+        "/shared",
+    )
+    body = f'sitemap_urls = ["{site.url("/index.xml")}"]\n'
+    theirs, ours = crawl_both(tmp_path, body + "sitemap_filter_duplicates = True\n")
+    assert ours == theirs and Counter(url for _, url in ours)[site.url("/shared")] == 1
+    # the default: a page URL is requested once per sitemap that lists it (bounded memory)
+    default = visits(run_spider(tmp_path / "default", spider_source("sitemap_crawl", body)))
+    assert Counter(url for _, url in default)[site.url("/shared")] == 2
+
+
+# -- what ours adds -------------------------------------------------------------------------
+
+
+def test_every_format_and_the_page_item_in_meta(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    image = "<image:image><image:loc>{base}/img.png</image:loc><image:caption>A cap</image:caption></image:image>"
+    site = with_pages(
+        fixture_site(
+            {
+                "/robots.txt": robots("{base}/index.xml", "{base}/feed.rss", "{base}/atom.xml", "{base}/list.txt"),
+                "/index.xml": sitemapindex("{base}/pages.xml.gz"),
+                "/pages.xml.gz": Route(
+                    urlset(
+                        {"loc": "{base}/xml/1", "lastmod": "2024-05-01T10:00:00+02:00", "priority": 0.8, "extra": image}
+                    ),
+                    gzip_file=True,
+                ),
+                "/feed.rss": rss(
+                    {"link": "{base}/rss/1", "title": "RSS one", "pubDate": "Wed, 01 May 2024 08:00:00 GMT"}
+                ),
+                "/atom.xml": atom({"link": "{base}/atom/1", "title": "Atom one", "updated": "2024-05-02T08:00:00Z"}),
+                "/list.txt": text_sitemap("{base}/txt/1"),
+            }
+        ),
+        "/xml/1",
+        "/rss/1",
+        "/atom/1",
+        "/txt/1",
+    )
+    source = f"""
+    from sitemap_crawl import SitemapSpider
+
+    class Formats(SitemapSpider):
+        name = "formats"
+        sitemap_urls = ["{site.url("/robots.txt")}"]
+
+        def parse(self, response):
+            page = response.meta["sitemap_page"]
+            yield {{"url": response.url, "page": page.to_dict()}}
+    """
+    result = run_spider(tmp_path, source)
+    result.assert_ok()
+    pages = {row["url"]: row["page"] for row in result.pages}
+    assert set(pages) == {site.url(p) for p in ("/xml/1", "/rss/1", "/atom/1", "/txt/1")}
+    xml = pages[site.url("/xml/1")]
+    assert xml["last_modified"] == "2024-05-01T10:00:00+02:00"
+    assert xml["priority"] == 0.8
+    assert xml["sitemap_url"] == site.url("/pages.xml.gz")
+    assert xml["images"][0]["loc"] == site.url("/img.png") and xml["images"][0]["caption"] == "A cap"
+    assert pages[site.url("/rss/1")]["news"]["title"] == "RSS one"
+    assert pages[site.url("/atom/1")]["news"]["title"] == "Atom one"
+    assert pages[site.url("/txt/1")]["sitemap_url"] == site.url("/list.txt")
+    # Scrapy's own SitemapSpider sees only the XML urlset page
+    theirs = run_spider(
+        tmp_path / "scrapy",
+        spider_source("scrapy.spiders", f'sitemap_urls = ["{site.url("/robots.txt")}"]\n'),
+    )
+    assert visits(theirs) == [("parse", site.url("/xml/1"))]
+
+
+def test_homepage_discovery_and_progress_in_the_log(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(
+        fixture_site(
+            {
+                "/robots.txt": robots("{base}/sitemap_index.xml"),
+                "/sitemap_index.xml": sitemapindex("{base}/products.xml"),
+                "/products.xml": urlset("{base}/product/1", "{base}/product/2"),
+                "/sitemap_news.xml": urlset("{base}/news/1"),
+            }
+        ),
+        "/product/1",
+        "/product/2",
+        "/news/1",
+    )
+    source = f"""
+    from sitemap_crawl import SitemapSpider
+
+    class Discover(SitemapSpider):
+        name = "discover"
+        homepage = "{site.url("/some/page")}"
+
+        def parse(self, response):
+            yield {{"url": response.url, "sitemap": response.meta["sitemap_page"].sitemap_url}}
+    """
+    result = run_spider(tmp_path, source, settings={"SITEMAP_CRAWL_LOADER_LOG_INTERVAL": 0})
+    result.assert_ok()
+    assert sorted((r["url"], r["sitemap"]) for r in result.pages) == [
+        (site.url("/news/1"), site.url("/sitemap_news.xml")),
+        (site.url("/product/1"), site.url("/products.xml")),
+        (site.url("/product/2"), site.url("/products.xml")),
+    ]
+    assert site.hits("/sitemap_index.xml") == 1  # not probed again as a well-known path
+    assert site.hits("/sitemap.xml") == 1  # a known path that 404s
+    log = result.log
+    assert "Sitemap crawl progress: sitemaps:" in log and "pages: 3 queued, 3 handled" in log
+    assert f"Sitemap {site.url('/products.xml')} read: 2 pages queued" in log
+    assert result.stats["sitemap_crawl/loader/pages_handled"] == 3
+    assert result.stats["sitemap_crawl/loader/completed"] is True
+    assert not [line for line in result.log_lines("WARNING") if "sitemap" in line.lower()]
+
+
+def test_homepage_as_a_spider_argument(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(fixture_site({"/sitemap.xml": urlset("{base}/a")}), "/a")
+    source = """
+    from sitemap_crawl import SitemapSpider
+
+    class Arg(SitemapSpider):
+        name = "arg"
+
+        def parse(self, response):
+            yield {"url": response.url}
+    """
+    result = run_spider(tmp_path, source, spider_args={"homepage": site.base, "sitemap_use_robots": "no"})
+    result.assert_ok()
+    assert result.urls() == [site.url("/a")]
+    assert site.hits("/robots.txt") == 0
+
+
+def test_bad_homepage_is_one_error_line(tmp_path: Path) -> None:
+    source = """
+    from sitemap_crawl import SitemapSpider
+
+    class Bad(SitemapSpider):
+        name = "bad"
+        homepage = "ftp://example.org/"
+    """
+    result = run_spider(tmp_path, source, feed=False)
+    assert result.returncode != 0
+    assert "Traceback" not in result.log
+    errors = result.log_lines("ERROR")
+    assert any(
+        "Bad argument for the bad spider: homepage='ftp://example.org/' is not an http(s) URL" in e for e in errors
+    )
+
+
+def test_failed_and_dropped_pages_count_as_handled(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(
+        fixture_site(
+            {
+                "/sitemap.xml": urlset(
+                    "{base}/ok",
+                    "{base}/missing",
+                    "{base}/flaky",
+                    "{base}/boom",
+                    "{base}/" + "x" * 2100,  # over URLLENGTH_LIMIT: dropped by a start middleware
+                    "{base}/moved",
+                ),
+                "/flaky": Route(HTML, fail_times=5),
+                "/moved": Route(redirect_to="/ok"),
+            }
+        ),
+        "/ok",
+        "/boom",
+    )
+    source = f"""
+    from sitemap_crawl import SitemapSpider
+
+    class Failing(SitemapSpider):
+        name = "failing"
+        sitemap_urls = ["{site.url("/sitemap.xml")}"]
+
+        def parse(self, response):
+            if response.url.endswith("/boom"):
+                raise ValueError("callback error")
+            yield {{"url": response.url}}
+    """
+    jobdir = tmp_path / "job"
+    result = run_spider(tmp_path, source, settings={"JOBDIR": jobdir, "RETRY_TIMES": 1})
+    assert result.returncode == 0
+    assert sorted(result.urls()) == [site.url("/ok"), site.url("/ok")]  # /moved lands on /ok
+    state = read_saved_state(jobdir)
+    assert state is not None and state.completed
+    assert state.handled_count == state.total_count == 6
+    assert not state.in_progress and not state.url_queue
+    assert "ended without a callback" not in result.log  # every outcome was seen, none written off
+    assert result.stats.get("scheduler/enqueued/disk") is None  # page requests stay out of requests.queue
+
+
+def test_handled_only_after_the_items_left_the_pipelines(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(
+        fixture_site({"/sitemap.xml": urlset(*(f"{{base}}/p/{i}" for i in range(30)))}), *(f"/p/{i}" for i in range(30))
+    )
+    source = f"""
+    import asyncio
+    from sitemap_crawl import SitemapSpider
+
+    class SlowPipeline:
+        async def process_item(self, item, spider=None):
+            spider = self.crawler.spider
+            before = item["url"] in spider.sitemap_loader.state.in_progress
+            await asyncio.sleep(0.05)
+            after = item["url"] in spider.sitemap_loader.state.in_progress
+            item["in_progress_in_pipeline"] = before and after
+            return item
+
+        @classmethod
+        def from_crawler(cls, crawler):
+            pipeline = cls()
+            pipeline.crawler = crawler
+            return pipeline
+
+    class Piped(SitemapSpider):
+        name = "piped"
+        sitemap_urls = ["{site.url("/sitemap.xml")}"]
+        custom_settings = {{"ITEM_PIPELINES": {{SlowPipeline: 100}}}}
+
+        async def parse(self, response):
+            yield {{"url": response.url, "n": 1}}
+            yield {{"url": response.url, "n": 2}}
+    """
+    result = run_spider(tmp_path, source)
+    result.assert_ok()
+    assert len(result.pages) == 60
+    assert all(row["in_progress_in_pipeline"] for row in result.pages)
+    assert result.stats["sitemap_crawl/loader/pages_handled"] == 30
+
+
+def test_ctrl_c_then_resume_with_jobdir(tmp_path: Path) -> None:
+    from tests.test_loader_support import FastSite, index_bytes, urlset_bytes
+
+    with FastSite() as site:
+        everything = [site.url(f"/p/{s}/{i}") for s in range(2) for i in range(600)]
+        site["/index.xml"] = index_bytes([site.url("/s0.xml"), site.url("/s1.xml")])
+        site["/s0.xml"] = urlset_bytes(everything[:600])
+        site["/s1.xml"] = urlset_bytes(everything[600:])
+        jobdir = tmp_path / "job"
+        seen = tmp_path / "seen.txt"
+        source = f"""
+        import asyncio, os
+        from sitemap_crawl import SitemapSpider
+
+        class Resumable(SitemapSpider):
+            name = "resumable"
+            sitemap_urls = ["{site.url("/index.xml")}"]
+            fd = os.open({str(seen)!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+
+            async def parse(self, response):
+                await asyncio.sleep(0.01)
+                os.write(self.fd, response.url.encode() + b"\\n")
+        """
+        settings = {"JOBDIR": jobdir, "CONCURRENT_REQUESTS": 8}
+        with start_spider(tmp_path / "run1", source, settings=settings, feed=False) as first:
+            deadline_ok = _wait_for_lines(seen, 300, first)
+            first.interrupt()
+            result1 = first.wait(60)
+        assert deadline_ok
+        assert "Closing spider (shutdown)" in result1.log
+        handled_first = read_lines(seen)
+        state = json.loads((jobdir / "sitemap_loader.json").read_text())
+        assert list(state) == list(STATE_FIELDS)
+        # a clean stop lets the downloads and callbacks in flight finish: what is still in
+        # progress was only scheduled, never processed
+        assert set(state["in_progress"]).isdisjoint(handled_first)
+        assert state["handled_count"] == len(handled_first)
+        result2 = run_spider(tmp_path / "run2", source, settings=settings, feed=False)
+        result2.assert_ok()
+        assert "Resuming the sitemap crawl saved in" in result2.log
+        second = read_lines(seen)[len(handled_first) :]
+        assert Counter(handled_first + second) == Counter(everything)  # each page exactly once
+        final = read_saved_state(jobdir)
+        assert final is not None and final.completed and final.handled_count == final.total_count == 1200
+
+
+def _wait_for_lines(path: Path, count: int, running: Any, timeout: float = 60) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and running.running():
+        if len(read_lines(path)) >= count:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_loader_in_a_plain_spider(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(
+        fixture_site(
+            {
+                "/robots.txt": robots("{base}/index.xml"),
+                "/index.xml": sitemapindex("{base}/products.xml", "{base}/archive.xml"),
+                "/products.xml": urlset("{base}/product/1", "{base}/about", "{base}/product/2"),
+                "/archive.xml": urlset("{base}/product/old"),
+            }
+        ),
+        "/product/1",
+        "/product/2",
+        "/product/old",
+    )
+    source = f"""
+    from scrapy import Request, Spider
+    from sitemap_crawl import SitemapRequestLoader
+
+    class Pages(Spider):
+        name = "pages"
+
+        async def start(self):
+            self.loader = SitemapRequestLoader.from_crawler(
+                self.crawler, homepage="{site.base}", include=[r"/product/"], deny=[r"archive"],
+                use_known_paths=False,
+            )
+            async for request in self.loader.requests(lambda page: Request(page.url, self.parse_page)):
+                yield request
+
+        def parse_page(self, response):
+            yield {{"url": response.url, "sitemap": response.meta["sitemap_page"].sitemap_url}}
+
+        def closed(self, reason):
+            loader = self.loader
+            self.logger.info("counts %s %s %s", loader.total_count, loader.handled_count, loader.completed)
+    """
+    result = run_spider(tmp_path, source)
+    result.assert_ok()
+    assert sorted(result.urls()) == [site.url("/product/1"), site.url("/product/2")]
+    assert {row["sitemap"] for row in result.pages} == {site.url("/products.xml")}
+    assert "counts 2 2 True" in result.log
+    assert site.hits("/archive.xml") == 0
+
+
+def test_sitemap_filter_entries_are_scrapy_style_dicts() -> None:
+    from sitemap_crawl.items import Alternate, SitemapPage, SitemapRef
+    from sitemap_crawl.sitemap_spider import page_entry, sitemap_entry
+
+    page = SitemapPage(
+        url="https://a.test/x",
+        sitemap_url="https://a.test/s.xml",
+        priority=0.8,
+        last_modified="2024-01-02",
+        change_frequency="daily",
+        alternates=[Alternate("de", "https://a.test/de/x")],
+    )
+    entry = page_entry(page)
+    assert isinstance(entry, dict)
+    assert entry == {
+        "loc": "https://a.test/x",
+        "lastmod": "2024-01-02",
+        "changefreq": "daily",
+        "priority": "0.8",
+        "alternate": ["https://a.test/de/x"],
+    }
+    assert entry.source is page
+    bare = page_entry(SitemapPage(url="https://a.test/y", sitemap_url="https://a.test/s.xml"))
+    assert bare == {"loc": "https://a.test/y", "priority": "0.5"}
+    assert sitemap_entry(SitemapRef("https://a.test/s2.xml", "2024-03-04")) == {
+        "loc": "https://a.test/s2.xml",
+        "lastmod": "2024-03-04",
+    }
+    assert sitemap_entry(SitemapRef("https://a.test/s3.xml")) == {"loc": "https://a.test/s3.xml"}
+
+
+def test_page_requests_skip_the_disk_queue_unless_the_project_has_its_own_scheduler() -> None:
+    from scrapy.settings import Settings
+
+    from sitemap_crawl import SitemapSpider
+    from sitemap_crawl.loader import SCHEDULER_PATH
+
+    settings = Settings()
+    SitemapSpider.update_settings(settings)
+    assert settings["SCHEDULER"] == SCHEDULER_PATH
+    custom = Settings({"SCHEDULER": "myproject.schedulers.Mine"}, priority="project")
+    SitemapSpider.update_settings(custom)
+    assert custom["SCHEDULER"] == "myproject.schedulers.Mine"
+    forced = Settings()
+    forced.set("SCHEDULER", "scrapy.core.scheduler.Scheduler", priority="cmdline")
+    SitemapSpider.update_settings(forced)
+    assert forced["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"  # -s SCHEDULER=... wins
