@@ -46,9 +46,20 @@ def iter_pages(item: Any) -> Iterator[SitemapPage] | None:
 
 
 class _PageRows:
-    """What the four exporters share: which page fields go out, under which names."""
+    """What the page-aware exporters share: the dispatch of an item, and which page
+    fields go out under which names. Listed before Scrapy's exporter in the bases."""
 
     fields_to_export: Any
+
+    def export_item(self, item: Any) -> None:
+        pages = iter_pages(item)
+        if pages is not None:
+            self._export_pages(pages)
+        elif not isinstance(item, SitemapNodeItem):
+            super().export_item(item)  # type: ignore[misc]
+
+    def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
+        raise NotImplementedError
 
     def _page_columns(self) -> list[tuple[str, str]]:
         columns = getattr(self, "_columns", None)
@@ -80,12 +91,7 @@ class _PageRows:
 class JsonLinesPageExporter(_PageRows, JsonLinesItemExporter):
     """JSON lines: one object per page."""
 
-    def export_item(self, item: Any) -> None:
-        pages = iter_pages(item)
-        if pages is None:
-            if not isinstance(item, SitemapNodeItem):
-                super().export_item(item)
-            return
+    def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         dumps = _fast_dumps(self)
         if dumps is not None:
             data = b"\n".join([dumps(page) for page in pages])
@@ -101,12 +107,7 @@ class JsonLinesPageExporter(_PageRows, JsonLinesItemExporter):
 class JsonPageExporter(_PageRows, JsonItemExporter):
     """JSON: an array with one object per page."""
 
-    def export_item(self, item: Any) -> None:
-        pages = iter_pages(item)
-        if pages is None:
-            if not isinstance(item, SitemapNodeItem):
-                super().export_item(item)
-            return
+    def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         encoding = self.encoding or "utf-8"
         dumps = _fast_dumps(self)
         for page in pages:
@@ -118,12 +119,7 @@ class JsonPageExporter(_PageRows, JsonItemExporter):
 class XmlPageExporter(_PageRows, XmlItemExporter):
     """XML: one ``<item>`` per page; nested fields become nested elements, null an empty element."""
 
-    def export_item(self, item: Any) -> None:
-        pages = iter_pages(item)
-        if pages is None:
-            if not isinstance(item, SitemapNodeItem):
-                super().export_item(item)
-            return
+    def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         for page in pages:
             self._export_page(self._page_dict(page))
 
@@ -141,12 +137,7 @@ class XmlPageExporter(_PageRows, XmlItemExporter):
 class CsvPageExporter(_PageRows, CsvItemExporter):
     """CSV: one row per page; nested fields as JSON text, empty cell when empty."""
 
-    def export_item(self, item: Any) -> None:
-        pages = iter_pages(item)
-        if pages is None:
-            if not isinstance(item, SitemapNodeItem):
-                super().export_item(item)
-            return
+    def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         columns = self._page_columns()
         if self._headers_not_written:
             self._headers_not_written = False
@@ -159,12 +150,7 @@ class CsvPageExporter(_PageRows, CsvItemExporter):
 class PicklePageExporter(_PageRows, PickleItemExporter):
     """Pickle: one pickled dict per page (nested fields as plain dicts and lists)."""
 
-    def export_item(self, item: Any) -> None:
-        pages = iter_pages(item)
-        if pages is None:
-            if not isinstance(item, SitemapNodeItem):
-                super().export_item(item)
-            return
+    def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         for page in pages:
             pickle.dump(self._page_dict(page), self.file, self.protocol)
 
@@ -172,12 +158,7 @@ class PicklePageExporter(_PageRows, PickleItemExporter):
 class MarshalPageExporter(_PageRows, MarshalItemExporter):
     """Marshal: one marshalled dict per page (nested fields as plain dicts and lists)."""
 
-    def export_item(self, item: Any) -> None:
-        pages = iter_pages(item)
-        if pages is None:
-            if not isinstance(item, SitemapNodeItem):
-                super().export_item(item)
-            return
+    def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         for page in pages:
             marshal.dump(self._page_dict(page), self.file)
 
