@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sitemap_crawl.offload import default_worker_count
 from sitemap_crawl.parsing import Limits
 from sitemap_crawl.parsing.reader import DEFAULT_MAX_SIZE, PROTOCOL_MAX_CHILDREN
 
@@ -34,8 +35,8 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAP_CRAWL_BATCH_SIZE": 250,
     "SITEMAP_CRAWL_TREE_LOG_LINES": 200,
     "SITEMAP_CRAWL_GC_TUNING": True,
-    "SITEMAP_CRAWL_PARSE_WORKER": True,
-    "SITEMAP_CRAWL_CONCURRENT_SITEMAPS": 3,
+    "SITEMAP_CRAWL_PARSE_WORKERS": None,
+    "SITEMAP_CRAWL_CONCURRENT_SITEMAPS": None,
     "SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE": 256 * 1024,
 }
 """Every SITEMAP_CRAWL_* setting and its default."""
@@ -81,11 +82,26 @@ class SettingsReader:
 
     @property
     def concurrent_sitemaps(self) -> int:
-        return max(1, int(self._get("SITEMAP_CRAWL_CONCURRENT_SITEMAPS")))
+        """Sitemaps in flight at once; by default one more than the parsing workers (at least 2),
+        so that the next body downloads while the workers parse."""
+        value = self._get("SITEMAP_CRAWL_CONCURRENT_SITEMAPS")
+        if value is None:
+            return max(2, self.parse_workers + 1)
+        return max(1, int(value))
 
     @property
-    def parse_worker(self) -> bool:
-        return bool(self._settings.getbool("SITEMAP_CRAWL_PARSE_WORKER", DEFAULTS["SITEMAP_CRAWL_PARSE_WORKER"]))
+    def parse_workers(self) -> int:
+        """Parsing worker processes; None means one per usable CPU (1 to 4), 0 none."""
+        value = self._get("SITEMAP_CRAWL_PARSE_WORKERS")
+        if isinstance(value, bool):
+            return default_worker_count() if value else 0
+        if value is None or value == "":
+            return default_worker_count()
+        if isinstance(value, str) and value.strip().lower() in ("false", "no", "off"):
+            return 0
+        if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "auto"):
+            return default_worker_count()
+        return max(0, int(value))
 
     @property
     def parse_worker_min_size(self) -> int:

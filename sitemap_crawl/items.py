@@ -163,6 +163,11 @@ class PageBatch:
     def __len__(self) -> int:
         return len(self.pages)
 
+    def __repr__(self) -> str:
+        # Scrapy logs every scraped item at DEBUG level: a line per batch, not 250 pages
+        first = self.pages[0].url if self.pages else None
+        return f"PageBatch(sitemap_url={self.sitemap_url!r}, {len(self.pages)} pages, first={first!r})"
+
 
 @dataclass(slots=True)
 class SitemapNodeItem:

@@ -1,11 +1,13 @@
-"""Reading sitemaps in the spider: inline, or in a parsing worker on another CPU core.
+"""Reading sitemaps in the spider: inline, or in parsing workers on the other CPU cores.
 
 Both readers offer the same interface: ``kind``, ``error``, ``detail`` and
 ``chunks()``, an async iterator of lists of entries (pages or sub-sitemap
-references). Large bodies go to the worker (SITEMAP_CRAWL_PARSE_WORKER, on by
-default) so that parsing and exporting overlap; small ones are read inline,
-where a round trip would cost more than it saves. If the worker cannot start
-or dies, every body is read inline from then on and the log says so.
+references). Large bodies go to a pool of worker processes
+(SITEMAP_CRAWL_PARSE_WORKERS, one per usable CPU by default, up to 4), so that
+several sitemaps are parsed at once while the crawl process exports; small
+ones are read inline, where a round trip would cost more than it saves. A
+worker that cannot start or dies is not used again (the log says so); when
+none is left, every body is read inline.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
@@ -27,12 +30,20 @@ logger = logging.getLogger(__name__)
 Entry = SitemapPage | SitemapRef
 _PIPE_LIMIT = 1 << 20
 _BODY_CHUNK = 1 << 20
+MAX_AUTO_WORKERS = 4
 
 
 class InlineReader:
     """A SitemapReader read in the spider's own process."""
 
-    def __init__(self, body: bytes, url: str, is_robots: bool, limits: Limits, chunk_size: int) -> None:
+    def __init__(
+        self,
+        body: bytes,
+        url: str,
+        is_robots: bool,
+        limits: Limits,
+        chunk_size: int,
+    ) -> None:
         self._reader = SitemapReader(body, url, is_robots=is_robots, limits=limits)
         self._chunk_size = chunk_size
 
@@ -119,29 +130,36 @@ class WorkerReader:
 
 
 class _WorkerSession:
-    """``async with`` wrapper: sends a job, gives its WorkerReader, frees the worker after.
+    """``async with`` wrapper: takes an idle worker, sends the job, gives its WorkerReader,
+    hands the worker back after.
 
-    Falls back to an InlineReader when the worker cannot be started or dies
-    before it has said anything about the body.
+    Falls back to an InlineReader when no worker is left, or when the worker cannot be
+    started or dies before it has said anything about the body.
     """
 
-    def __init__(self, worker: ParseWorker, job: tuple[Any, ...], fallback: Callable[[], InlineReader]) -> None:
-        self._worker = worker
+    def __init__(
+        self,
+        pool: ParseWorkerPool,
+        job: tuple[Any, ...],
+        fallback: Callable[[], InlineReader],
+    ) -> None:
+        self._pool = pool
         self._job = job
         self._fallback = fallback
         self._reader: WorkerReader | None = None
-        self._locked = False
+        self._worker: ParseWorker | None = None
 
     async def __aenter__(self) -> WorkerReader | InlineReader:
-        await self._worker.lock.acquire()
-        self._locked = True
+        worker = self._worker = await self._pool.acquire()
+        if worker is None:
+            return self._fallback()
         try:
-            if await self._worker.start():
-                await self._worker.send(self._job)
-                header = await self._worker.receive()
+            if await worker.start():
+                await worker.send(self._job)
+                header = await worker.receive()
                 if header[0] == "failed":
                     header = ("kind", self._job[0], "invalid", "parse error", str(header[2]))
-                self._reader = WorkerReader(self._worker, self._job[0], self._job[2], header, self._fallback)
+                self._reader = WorkerReader(worker, self._job[0], self._job[2], header, self._fallback)
                 if header[0] != "kind":
                     self._reader._done = True
                 return self._reader
@@ -154,15 +172,15 @@ class _WorkerSession:
         return self._fallback()
 
     def _release(self) -> None:
-        if self._locked:
-            self._locked = False
-            self._worker.lock.release()
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            self._pool.release(worker)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            if self._reader is not None and self._locked:
+            if self._reader is not None and self._worker is not None:
                 if exc_type is None:
                     await self._reader.drain()
                 else:
@@ -174,12 +192,11 @@ class _WorkerSession:
 
 
 class ParseWorker:
-    """The worker process and its pipe; one job at a time."""
+    """One worker process and its pipe; one job at a time (the pool sees to that)."""
 
-    def __init__(self) -> None:
-        self.lock = asyncio.Lock()
+    def __init__(self, number: int = 1) -> None:
+        self.number = number
         self._process: asyncio.subprocess.Process | None = None
-        self._job_ids = itertools.count(1)
         self._killed: list[asyncio.subprocess.Process] = []
         self.broken = False
 
@@ -236,17 +253,6 @@ class ParseWorker:
         message: tuple[Any, ...] = pickle.loads(data)
         return message
 
-    def session(
-        self,
-        body: bytes,
-        url: str,
-        is_robots: bool,
-        limits: Limits,
-        batch_size: int,
-        fallback: Callable[[], InlineReader],
-    ) -> _WorkerSession:
-        return _WorkerSession(self, (next(self._job_ids), body, url, is_robots, limits, batch_size), fallback)
-
     def kill(self, why: str) -> None:
         if self._process is not None and self._process.returncode is None:
             logger.debug("Stopping the parsing worker: %s", why)
@@ -256,7 +262,7 @@ class ParseWorker:
 
     def _give_up(self, why: str) -> None:
         if not self.broken:
-            logger.warning("Parsing worker %s; sitemaps are parsed in the crawl process from now on", why)
+            logger.warning("Parsing worker %d %s; it is not used again", self.number, why)
         self.broken = True
         self.kill(why)
 
@@ -279,31 +285,109 @@ class WorkerGone(Exception):
     """The parsing worker died while reading a sitemap."""
 
 
-class SitemapReaders:
-    """Opens a reader per body: the worker for large bodies, inline otherwise."""
+class ParseWorkerPool:
+    """Up to ``size`` worker processes, each started when first needed.
 
-    def __init__(self, limits: Limits, chunk_size: int, use_worker: bool, worker_min_size: int) -> None:
+    A body takes an idle worker, or waits for one: at most ``size`` sitemaps
+    are parsed at once, each on its own core. The last worker used is the
+    next one given, so a crawl that never parses two large sitemaps at once
+    starts one process only.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.workers = [ParseWorker(number) for number in range(1, size + 1)]
+        self._idle: asyncio.LifoQueue[ParseWorker] = asyncio.LifoQueue()
+        for worker in reversed(self.workers):
+            self._idle.put_nowait(worker)
+        self._warned = False
+
+    @property
+    def broken(self) -> bool:
+        """Whether no worker is left (each failed to start or died)."""
+        return all(worker.broken for worker in self.workers)
+
+    async def acquire(self) -> ParseWorker | None:
+        """An idle working worker (waiting for one if all are busy), or None when none is left."""
+        while not self.broken:
+            worker = await self._idle.get()
+            if not worker.broken:
+                return worker
+            if self.broken:
+                self._idle.put_nowait(worker)  # wakes the next waiter, who also reads inline
+        if not self._warned:
+            self._warned = True
+            logger.warning("No parsing worker left; sitemaps are parsed in the crawl process from now on")
+        return None
+
+    def release(self, worker: ParseWorker) -> None:
+        """Give a worker back; a broken one is dropped (kept only to wake waiters once all are)."""
+        if not worker.broken or self.broken:
+            self._idle.put_nowait(worker)
+
+    def session(
+        self,
+        body: bytes,
+        url: str,
+        is_robots: bool,
+        limits: Limits,
+        batch_size: int,
+        fallback: Callable[[], InlineReader],
+    ) -> _WorkerSession:
+        """Parse ``body`` in the first worker to be idle."""
+        job = (next(_JOB_IDS), body, url, is_robots, limits, batch_size)
+        return _WorkerSession(self, job, fallback)
+
+    async def close(self) -> None:
+        await asyncio.gather(*(worker.close() for worker in self.workers))
+
+
+_JOB_IDS = itertools.count(1)
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_worker_count() -> int:
+    """One parsing worker per usable CPU but the crawl process's own (which exports every
+    page), at least 1 and at most MAX_AUTO_WORKERS."""
+    return max(1, min(MAX_AUTO_WORKERS, usable_cpus() - 1))
+
+
+class SitemapReaders:
+    """Opens a reader per body: a parsing worker for large bodies, inline otherwise."""
+
+    def __init__(self, limits: Limits, chunk_size: int, workers: int, worker_min_size: int) -> None:
         self.limits = limits
         self.chunk_size = max(1, chunk_size)
-        self.worker = ParseWorker() if use_worker and _asyncio_running() else None
+        self.pool = ParseWorkerPool(workers) if workers > 0 and _asyncio_running() else None
         self.worker_min_size = worker_min_size
 
     async def open(self, body: bytes, url: str, is_robots: bool) -> Any:
-        """An async context manager giving a reader (InlineReader or WorkerReader)."""
-        worker = self.worker
-        if worker is not None and not worker.broken and not is_robots and len(body) >= self.worker_min_size:
-            return worker.session(
-                body, url, is_robots, self.limits, self.chunk_size, lambda: self.inline(body, url, is_robots)
-            )
-        return self.inline(body, url, is_robots)
+        """An async context manager giving a reader (InlineReader or WorkerReader).
+
+        A large body goes to the first idle worker (waiting for one if need be);
+        measured, parsing it here instead when every worker is busy made the crawl
+        slower: this process already has every page to export.
+        """
+        pool = self.pool
+        if pool is None or pool.broken or is_robots or len(body) < self.worker_min_size:
+            return self.inline(body, url, is_robots)
+        return pool.session(
+            body, url, is_robots, self.limits, self.chunk_size, lambda: self.inline(body, url, is_robots)
+        )
 
     def inline(self, body: bytes, url: str, is_robots: bool) -> InlineReader:
         """A reader in this process (for small bodies, robots.txt and bodies that broke off)."""
         return InlineReader(body, url, is_robots, self.limits, self.chunk_size)
 
     async def close(self) -> None:
-        if self.worker is not None:
-            await self.worker.close()
+        if self.pool is not None:
+            await self.pool.close()
 
 
 def _worker_env() -> dict[str, str]:

@@ -1,14 +1,21 @@
-"""The parsing worker: same entries as inline parsing, and nothing lost when it dies."""
+"""The parsing workers: same entries as inline parsing, several at once, nothing lost when one dies."""
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import io
+import os
 from pathlib import Path
 
 import pytest
+from scrapy.settings import Settings
 
-from sitemap_crawl.offload import InlineReader, SitemapReaders, WorkerReader
-from sitemap_crawl.parsing import Limits, parse_sitemap
+from sitemap_crawl.config import SettingsReader
+from sitemap_crawl.offload import InlineReader, SitemapReaders, WorkerReader, default_worker_count, usable_cpus
+from sitemap_crawl.parsing import Limits, SitemapReader, parse_sitemap
+from sitemap_crawl.parsing.stream import FileBody
+from sitemap_crawl.parsing.worker import PIPE_SIZE, SPOOL_MIN_SIZE, receive_body, widen_pipe
 
 PAGE_COUNT = 5000
 
@@ -34,7 +41,7 @@ async def _read_all(readers: SitemapReaders, body: bytes, url: str, kill_after: 
         async for chunk in reader.chunks():
             entries.extend(chunk)
             if kill_after is not None and len(entries) >= kill_after and isinstance(reader, WorkerReader):
-                readers.worker.kill("test")  # type: ignore[union-attr]
+                readers.pool.workers[0].kill("test")  # type: ignore[union-attr]
                 kill_after = None
         return type(reader), reader.kind, reader.error, entries
 
@@ -44,7 +51,7 @@ def test_worker_gives_what_inline_parsing_gives() -> None:
     url = "https://www.example.org/sitemap.xml"
 
     async def run() -> tuple:
-        readers = SitemapReaders(Limits(), chunk_size=700, use_worker=True, worker_min_size=1)
+        readers = SitemapReaders(Limits(), chunk_size=700, workers=1, worker_min_size=1)
         try:
             return await _read_all(readers, body, url)
         finally:
@@ -59,7 +66,7 @@ def test_worker_gives_what_inline_parsing_gives() -> None:
 
 def test_small_bodies_and_robots_are_read_inline() -> None:
     async def run() -> list[type]:
-        readers = SitemapReaders(Limits(), chunk_size=10, use_worker=True, worker_min_size=10_000)
+        readers = SitemapReaders(Limits(), chunk_size=10, workers=1, worker_min_size=10_000)
         try:
             small = await readers.open(_urlset(3), "https://www.example.org/a.xml", False)
             robots = await readers.open(b"Sitemap: /a.xml\n" * 1000, "https://www.example.org/robots.txt", True)
@@ -75,11 +82,11 @@ def test_a_worker_that_dies_mid_sitemap_loses_nothing() -> None:
     url = "https://www.example.org/sitemap.xml"
 
     async def run() -> tuple:
-        readers = SitemapReaders(Limits(), chunk_size=500, use_worker=True, worker_min_size=1)
+        readers = SitemapReaders(Limits(), chunk_size=500, workers=1, worker_min_size=1)
         try:
             first = await _read_all(readers, body, url, kill_after=1000)
             second = await _read_all(readers, body, url)  # after a death: parsed inline from then on
-            return first, second, readers.worker.broken  # type: ignore[union-attr]
+            return first, second, readers.pool.broken  # type: ignore[union-attr]
         finally:
             await readers.close()
 
@@ -106,7 +113,7 @@ def test_worker_matches_inline_on_real_files(name: str) -> None:
     url = f"https://www.example.org/{name}"
 
     async def run() -> tuple:
-        readers = SitemapReaders(Limits(), chunk_size=1000, use_worker=True, worker_min_size=1)
+        readers = SitemapReaders(Limits(), chunk_size=1000, workers=1, worker_min_size=1)
         try:
             return await _read_all(readers, body, url)
         finally:
@@ -115,3 +122,135 @@ def test_worker_matches_inline_on_real_files(name: str) -> None:
     _type, kind, error, entries = asyncio.run(run())
     expected = parse_sitemap(body, url)
     assert (kind, error, entries) == (expected.kind, expected.error, expected.pages)
+
+
+def test_two_workers_parse_two_bodies_at_once() -> None:
+    first_body, second_body = _urlset(3000), _urlset(4000)
+    url = "https://www.example.org/sitemap.xml"
+
+    async def run() -> tuple:
+        readers = SitemapReaders(Limits(), chunk_size=500, workers=2, worker_min_size=1)
+        try:
+            first_opened = await readers.open(first_body, url, False)
+            second_opened = await readers.open(second_body, url, False)
+            async with first_opened as first, second_opened as second:
+                # both are being parsed now, each by its own process
+                both = [first, second]
+                numbers = {reader._worker.number for reader in both}  # type: ignore[union-attr]
+                entries: tuple[list, list] = ([], [])
+                for reader, bucket in zip(both, entries, strict=True):
+                    async for chunk in reader.chunks():
+                        bucket.extend(chunk)
+            started = [worker for worker in readers.pool.workers if worker._process is not None]  # type: ignore[union-attr]
+            return [type(reader) for reader in both], numbers, entries, len(started)
+        finally:
+            await readers.close()
+
+    types, numbers, (first_entries, second_entries), started = asyncio.run(run())
+    assert types == [WorkerReader, WorkerReader] and numbers == {1, 2} and started == 2
+    assert first_entries == parse_sitemap(first_body, url).pages
+    assert second_entries == parse_sitemap(second_body, url).pages
+
+
+def test_one_body_at_a_time_starts_one_worker_only() -> None:
+    async def run() -> int:
+        readers = SitemapReaders(Limits(), chunk_size=500, workers=3, worker_min_size=1)
+        try:
+            for count in (100, 200, 300):
+                await _read_all(readers, _urlset(count), "https://www.example.org/a.xml")
+            return sum(worker._process is not None for worker in readers.pool.workers)  # type: ignore[union-attr]
+        finally:
+            await readers.close()
+
+    assert asyncio.run(run()) == 1
+
+
+def test_the_other_worker_goes_on_when_one_dies() -> None:
+    body = _urlset(PAGE_COUNT)
+    url = "https://www.example.org/sitemap.xml"
+
+    async def run() -> tuple:
+        readers = SitemapReaders(Limits(), chunk_size=500, workers=2, worker_min_size=1)
+        try:
+            first = await _read_all(readers, body, url, kill_after=1000)  # kills worker 1
+            second = await _read_all(readers, body, url)
+            pool = readers.pool
+            assert pool is not None
+            return first, second, [worker.broken for worker in pool.workers], pool.broken
+        finally:
+            await readers.close()
+
+    (first_type, _, error, entries), (second_type, _, _, second_entries), broken, all_broken = asyncio.run(run())
+    expected = parse_sitemap(body, url).pages
+    assert first_type is WorkerReader and error is None
+    assert [page.url for page in entries] == [page.url for page in expected]
+    assert broken == [True, False] and not all_broken
+    assert second_type is WorkerReader and second_entries == expected
+
+
+def test_a_large_body_is_spooled_to_a_file_and_parsed_from_it() -> None:
+    body = _urlset(12_000)
+    assert len(body) >= SPOOL_MIN_SIZE
+    received = receive_body(io.BytesIO(body + b"next frame"), len(body))
+    assert isinstance(received, FileBody) and len(received) == len(body)
+    try:
+        url = "https://www.example.org/sitemap.xml"
+        from_file = SitemapReader(received, url)
+        assert list(from_file) == parse_sitemap(body, url).pages
+    finally:
+        received.close()
+    small = _urlset(3)
+    assert receive_body(io.BytesIO(small), len(small)) == small
+
+
+def test_a_damaged_spooled_body_is_read_again_from_the_file() -> None:
+    # the recover pass reads the body a second time, from the start
+    body = _urlset(12_000).replace(
+        b"<loc>https://www.example.org/p/6000</loc>", b"<loc>https://www.example.org/p/6000</lox>"
+    )
+    received = receive_body(io.BytesIO(body), len(body))
+    assert isinstance(received, FileBody)
+    try:
+        url = "https://www.example.org/sitemap.xml"
+        reader = SitemapReader(received, url)
+        entries = list(reader)
+        expected = parse_sitemap(body, url)
+        assert (reader.kind, reader.error) == (expected.kind, expected.error) == ("xml_urlset", "parse error")
+        assert entries == expected.pages and len(entries) > 11_000
+    finally:
+        received.close()
+
+
+@pytest.mark.parametrize("size", [10, SPOOL_MIN_SIZE + 10])
+def test_a_body_cut_short_on_the_pipe_gives_none(size: int) -> None:
+    assert receive_body(io.BytesIO(b"x" * (size - 1)), size) is None
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
+def test_worker_pipes_are_widened() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        widen_pipe(write_end)
+        assert fcntl.fcntl(write_end, fcntl.F_GETPIPE_SZ) >= PIPE_SIZE // 4
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    ("settings", "workers", "in_flight"),
+    [
+        ({}, default_worker_count(), max(2, default_worker_count() + 1)),
+        ({"SITEMAP_CRAWL_PARSE_WORKERS": 0}, 0, 2),
+        ({"SITEMAP_CRAWL_PARSE_WORKERS": "false"}, 0, 2),
+        ({"SITEMAP_CRAWL_PARSE_WORKERS": "3"}, 3, 4),
+        ({"SITEMAP_CRAWL_PARSE_WORKERS": 3, "SITEMAP_CRAWL_CONCURRENT_SITEMAPS": 8}, 3, 8),
+    ],
+)
+def test_worker_and_in_flight_settings(settings: dict, workers: int, in_flight: int) -> None:
+    config = SettingsReader(Settings(settings))
+    assert (config.parse_workers, config.concurrent_sitemaps) == (workers, in_flight)
+
+
+def test_default_worker_count_leaves_a_core_to_the_crawl_process() -> None:
+    assert default_worker_count() == max(1, min(4, usable_cpus() - 1))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.parsing import robots, text
-from sitemap_crawl.parsing.stream import BodyFormat, StreamError, decoded_stream, leading_text
+from sitemap_crawl.parsing.stream import Body, BodyFormat, StreamError, decoded_stream, leading_text
 from sitemap_crawl.parsing.xml import (
     DIALECTS,
     Dialect,
@@ -64,7 +64,7 @@ class SitemapReader:
     URL at all). ``detail`` has the parser's own words for the log.
     """
 
-    def __init__(self, body: bytes, url: str, *, is_robots: bool = False, limits: Limits = DEFAULT_LIMITS):
+    def __init__(self, body: Body, url: str, *, is_robots: bool = False, limits: Limits = DEFAULT_LIMITS):
         self.url = url
         self.limits = limits
         self.body = body

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import codecs
+import os
 import zlib
 from collections.abc import Iterator
 from enum import Enum
+from typing import BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_SIZE = 256 * 1024
@@ -48,12 +50,46 @@ class BodyFormat(Enum):
     EMPTY = "empty"
 
 
-def iter_chunks(body: bytes, limit: int, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
+class FileBody:
+    """A body kept in a file instead of memory (the parsing worker spools large bodies).
+
+    Each reader of it reads at its own offset (``os.pread``), so the body can be
+    read again from the start, as the recover pass of a malformed document does.
+    ``close()`` closes the file.
+    """
+
+    def __init__(self, file: BinaryIO, size: int) -> None:
+        self._file = file
+        self._fd = file.fileno()
+        self.size = size
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        data = os.pread(self._fd, size, offset)
+        if len(data) < size:
+            raise CorruptInput(f"body file ends at {offset + len(data)} of {self.size} bytes")
+        return data
+
+
+Body = bytes | FileBody
+"""A sitemap body: its bytes, or a file holding them."""
+
+
+def iter_chunks(body: Body, limit: int, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
     """``body`` in chunks, raising SizeLimitExceeded after ``limit`` bytes."""
-    view = memoryview(body)
     end = min(len(body), limit)
-    for start in range(0, end, chunk_size):
-        yield bytes(view[start : min(start + chunk_size, end)])
+    if isinstance(body, FileBody):
+        for start in range(0, end, chunk_size):
+            yield body.read_at(start, min(chunk_size, end - start))
+    else:
+        view = memoryview(body)
+        for start in range(0, end, chunk_size):
+            yield bytes(view[start : min(start + chunk_size, end)])
     if len(body) > limit:
         raise SizeLimitExceeded(f"body larger than {limit} bytes")
 
@@ -148,7 +184,7 @@ def leading_text(head: bytes) -> str:
     return even_head.decode(encoding, "replace").lstrip("\ufeff \t\r\n\x0c")[:64]
 
 
-def decoded_stream(body: bytes, limit: int, max_layers: int = 3) -> tuple[BodyFormat, bytes, Iterator[bytes]]:
+def decoded_stream(body: Body, limit: int, max_layers: int = 3) -> tuple[BodyFormat, bytes, Iterator[bytes]]:
     """Open a body: undo up to ``max_layers`` of gzip, then sniff what is left.
 
     Returns the format of the innermost content, its first bytes and the stream

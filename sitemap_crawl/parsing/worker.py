@@ -7,7 +7,8 @@ parse large sitemaps on a second CPU core while it exports pages on the first.
 Protocol: frames of a 4-byte big-endian length and a pickle. The parent sends
 ``(job_id, body_length, url, is_robots, limits, batch_size)`` followed by the
 ``body_length`` raw bytes of the body (not pickled: no second copy of a large
-body on either side); the worker answers with
+body on either side; the worker writes a large body to a temporary file as it
+arrives and parses it from there); the worker answers with
 ``("kind", job_id, kind, error, detail)``, then any number of
 ``("entries", job_id, [entry tuples])`` and finally
 ``("done", job_id, kind, error, detail)``. Entries travel as plain tuples
@@ -16,14 +17,22 @@ body on either side); the worker answers with
 
 from __future__ import annotations
 
+import os
 import pickle
 import struct
 import sys
+import tempfile
 from typing import Any, BinaryIO
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Windows
+    fcntl = None  # type: ignore[assignment]
 
 from sitemap_crawl.items import Alternate, Image, NewsStory, SitemapPage, SitemapRef, Video
 from sitemap_crawl.memory import trim, tune_malloc
 from sitemap_crawl.parsing.reader import SitemapReader
+from sitemap_crawl.parsing.stream import Body, FileBody
 
 _LENGTH = struct.Struct(">I")
 EntryTuple = tuple[Any, ...]
@@ -134,6 +143,66 @@ def run_job(job: tuple[Any, ...], output: BinaryIO) -> None:
     output.flush()
 
 
+SPOOL_MIN_SIZE = 1 << 20
+"""Bodies of at least this many bytes are written to a temporary file as they arrive and
+parsed from there, so the worker never holds a large body in memory (the crawl process
+already holds one copy)."""
+_COPY_SIZE = 1 << 20
+
+
+def receive_body(source: BinaryIO, length: int) -> Body | None:
+    """The ``length`` body bytes that follow a job header: bytes, or a FileBody for a large
+    body (an unlinked temporary file, gone when closed). None if the input ended early.
+    If the file cannot be written (no room), the body is kept in memory instead."""
+    if length < SPOOL_MIN_SIZE:
+        body = source.read(length)
+        return body if len(body) == length else None
+    spool = tempfile.TemporaryFile(prefix="sitemap-crawl-", buffering=0)  # noqa: SIM115 - handed to FileBody
+    in_memory: list[bytes] | None = None
+    written = 0
+    left = length
+    while left:
+        piece = source.read(min(left, _COPY_SIZE))
+        if not piece:
+            spool.close()
+            return None
+        left -= len(piece)
+        if in_memory is None:
+            view = memoryview(piece)
+            try:
+                while view:
+                    count = spool.write(view) or 0
+                    written += count
+                    view = view[count:]
+                continue
+            except OSError:
+                in_memory = [os.pread(spool.fileno(), written, 0), bytes(view)]
+                spool.close()
+                continue
+        in_memory.append(piece)
+    if in_memory is not None:
+        return b"".join(in_memory)
+    return FileBody(spool, length)
+
+
+PIPE_SIZE = 1 << 20
+"""Bytes a pipe to or from the worker holds (Linux; 64 KiB otherwise). A batch of pages is
+about 80 KB: with 64 KiB pipes the worker waited on the crawl process at every batch."""
+
+
+def widen_pipe(fd: int) -> None:
+    """Make the pipe ``fd`` hold PIPE_SIZE bytes where the system allows it."""
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if set_size is None:
+        return
+    for size in (PIPE_SIZE, PIPE_SIZE // 4):
+        try:
+            fcntl.fcntl(fd, set_size, size)
+            return
+        except OSError:  # not a pipe, or over /proc/sys/fs/pipe-max-size
+            continue
+
+
 def main() -> None:
     """Serve jobs until stdin closes."""
     import gc
@@ -143,23 +212,28 @@ def main() -> None:
     tune_malloc()
     source = sys.stdin.buffer
     sink = sys.stdout.buffer
+    for stream in (source, sink):
+        widen_pipe(stream.fileno())
     while True:
         header = read_frame(source)
         if header is None:
             return
         job_id, body_length, *rest = header
-        body = source.read(body_length)
-        if len(body) < body_length:
+        body = receive_body(source, body_length)
+        if body is None:
             return
         job = (job_id, body, *rest)
-        del header, body
+        del header
         try:
             run_job(job, sink)
-            del job
-            trim()
         except Exception as exc:  # a parser bug must not kill the crawl: report it
-            write_frame(sink, ("failed", job[0], f"{type(exc).__name__}: {exc}"))
+            write_frame(sink, ("failed", job_id, f"{type(exc).__name__}: {exc}"))
             sink.flush()
+        finally:
+            if isinstance(body, FileBody):
+                body.close()
+            del job, body
+            trim()
 
 
 if __name__ == "__main__":

@@ -414,6 +414,44 @@ def _texts(element: Element) -> dict[str, str | None]:
     return texts
 
 
+class _ChildFields:
+    """Texts of the named direct children of an element, by position (first occurrence wins).
+
+    The position of each tag (namespace and all) is remembered, so a child costs a
+    dictionary lookup, not a local-name computation.
+    """
+
+    __slots__ = ("_cache", "_positions", "_size")
+
+    def __init__(self, *names: str) -> None:
+        self._positions = {name: position for position, name in enumerate(names)}
+        self._cache: dict[object, int] = {}
+        self._size = len(names)
+
+    def texts(self, element: Element) -> list[str | None]:
+        values: list[str | None] = [None] * self._size
+        cache = self._cache
+        for child in reversed(element):  # backwards, so that the first occurrence is written last
+            tag = child.tag
+            position = cache.get(tag)
+            if position is None:
+                position = self._position(tag)
+            if position >= 0:
+                values[position] = child.text
+        return values
+
+    def _position(self, tag: object) -> int:
+        position = self._positions.get(local_name(tag), -1)
+        if len(self._cache) < _LOCAL_NAMES_MAX:
+            self._cache[tag] = position
+        return position
+
+
+_IMAGE_FIELDS = _ChildFields("loc", "caption", "title", "geo_location", "license")
+_NEWS_FIELDS = _ChildFields("title", "publication_date", "access", "genres", "keywords", "stock_tickers")
+_PUBLICATION_FIELDS = _ChildFields("name", "language")
+
+
 _URL_FIELDS = {"loc": 1, "lastmod": 2, "changefreq": 3, "priority": 4, "image": 5, "video": 6, "news": 7, "link": 8}
 _URL_CODES: dict[object, int] = {}
 
@@ -484,17 +522,11 @@ def _bare_text(element: Element) -> str | None:
 
 
 def _read_image(element: Element, sitemap_url: str) -> Image | None:
-    texts = _texts(element)
-    loc = resolve_url(texts.get("loc"), sitemap_url)
-    if loc is None:
+    loc, caption, title, geo_location, license_url = _IMAGE_FIELDS.texts(element)
+    url = resolve_url(loc, sitemap_url)
+    if url is None:
         return None
-    return Image(
-        loc=loc,
-        caption=clean_text(texts.get("caption")),
-        title=clean_text(texts.get("title")),
-        geo_location=clean_text(texts.get("geo_location")),
-        license=clean_text(texts.get("license")),
-    )
+    return Image(url, clean_text(caption), clean_text(title), clean_text(geo_location), clean_text(license_url))
 
 
 def _read_video(element: Element, sitemap_url: str) -> Video:
@@ -522,34 +554,32 @@ def _read_video(element: Element, sitemap_url: str) -> Video:
 
 
 def _read_news(element: Element) -> NewsStory:
-    texts = _texts(element)
+    title, publication_date, access, genres, keywords, stock_tickers = _NEWS_FIELDS.texts(element)
     name = language = None
     for child in element:
         if local_name(child.tag) == "publication":
-            publication = _texts(child)
-            name = clean_text(publication.get("name"))
-            language = clean_text(publication.get("language"))
+            name, language = _PUBLICATION_FIELDS.texts(child)
             break
     return NewsStory(
-        title=clean_text(texts.get("title")),
-        publish_date=normalize_date(texts.get("publication_date")),
-        publication_name=name,
-        publication_language=language,
-        access=clean_text(texts.get("access")),
-        genres=split_list(texts.get("genres")),
-        keywords=split_list(texts.get("keywords")),
-        stock_tickers=split_list(texts.get("stock_tickers")),
+        clean_text(title),
+        normalize_date(publication_date),
+        clean_text(name),
+        clean_text(language),
+        clean_text(access),
+        split_list(genres),
+        split_list(keywords),
+        split_list(stock_tickers),
     )
 
 
 def _read_alternate(element: Element, sitemap_url: str) -> Alternate | None:
     rel = element.get("rel")
-    if rel is not None and rel.strip().lower() != "alternate":
+    if rel is not None and rel != "alternate" and rel.strip().lower() != "alternate":
         return None
     href = resolve_url(element.get("href"), sitemap_url)
     if href is None:
         return None
-    return Alternate(hreflang=clean_text(element.get("hreflang")), href=href)
+    return Alternate(clean_text(element.get("hreflang")), href)
 
 
 def read_sitemap_entry(element: Element, sitemap_url: str) -> SitemapRef | None:

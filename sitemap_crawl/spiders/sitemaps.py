@@ -95,6 +95,12 @@ class SitemapsSpider(Spider):
         # costs about a quarter less CPU. A project that set it keeps its value.
         if (settings.getpriority("CONCURRENT_ITEMS") or 0) <= SETTINGS_PRIORITIES["default"]:
             settings.set("CONCURRENT_ITEMS", 16, priority="spider")
+        # Scrapy stops starting downloads while the responses being parsed hold more than
+        # SCRAPER_SLOT_MAX_ACTIVE_SIZE (5 MB) of body: one large sitemap would stop the next
+        # ones from downloading (and from being parsed on the other cores) until it is done.
+        # The spider bounds the bodies itself (SITEMAP_CRAWL_CONCURRENT_SITEMAPS in flight).
+        if (settings.getpriority("SCRAPER_SLOT_MAX_ACTIVE_SIZE") or 0) <= SETTINGS_PRIORITIES["default"]:
+            settings.set("SCRAPER_SLOT_MAX_ACTIVE_SIZE", 1 << 40, priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SitemapsSpider:
@@ -152,7 +158,7 @@ class SitemapsSpider(Spider):
         self._readers = SitemapReaders(
             self.limits,
             chunk_size=self.batch_size or 1000,
-            use_worker=config.parse_worker,
+            workers=config.parse_workers,
             worker_min_size=config.parse_worker_min_size,
         )
         download_maxsize = self.crawler.settings.getint("DOWNLOAD_MAXSIZE")
