@@ -34,7 +34,7 @@ from sitemap_crawl import Addon
 from sitemap_crawl.config import DEFAULTS
 from sitemap_crawl.exporters import EXPORTERS
 from sitemap_crawl.pipelines import SitemapTreePipeline
-from tests.support import REPO_ROOT, CrawlResult, FixtureServer, Route, rss, sitemapindex, urlset
+from tests.support import CORPUS_DIR, REPO_ROOT, CrawlResult, FixtureServer, Route, rss, sitemapindex, urlset
 from tests.support.fixture_server import SiteFactory
 
 # -- what the README says -------------------------------------------------------------------
@@ -386,9 +386,7 @@ def test_documented_script_with_the_addon(tmp_path: Path, fixture_site: SiteFact
 def test_documented_parse_example(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    corpus_gz = Path("/work/shared/corpus/real/mkdocs_material_sitemap.xml.gz")
-    if not corpus_gz.exists():
-        corpus_gz = REPO_ROOT.parent / "shared" / "corpus" / "real" / corpus_gz.name
+    corpus_gz = CORPUS_DIR / "mkdocs_material_sitemap.xml.gz"
     if not corpus_gz.exists():
         pytest.skip("the shared corpus is not here")
     (tmp_path / "sitemap.xml.gz").write_bytes(corpus_gz.read_bytes())

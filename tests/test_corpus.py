@@ -13,17 +13,16 @@ from __future__ import annotations
 import csv
 import gzip
 import html
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from sitemap_crawl.items import SitemapPage
 from sitemap_crawl.parsing import ParsedSitemap, parse_sitemap
+from tests.support import CORPUS_DIR
 
-CORPUS = Path(os.environ.get("SITEMAP_CRAWL_CORPUS", "/work/shared/corpus/real"))
+CORPUS = CORPUS_DIR
 MANIFEST = CORPUS / "MANIFEST.tsv"
 
 pytestmark = pytest.mark.skipif(not MANIFEST.is_file(), reason=f"no corpus at {CORPUS}")

@@ -24,7 +24,6 @@ import gzip
 import itertools
 import os
 import zlib
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -35,23 +34,9 @@ from sitemap_crawl.parsing import Limits, SitemapReader, parse_sitemap
 from sitemap_crawl.parsing.robots import iter_robots_lines, sitemap_urls_from_robots
 from sitemap_crawl.parsing.stream import StreamError, decoded_stream
 from sitemap_crawl.parsing.text import iter_lines
+from tests.support import CORPUS_DIR
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-def _corpus_dir() -> Path:
-    candidates = [
-        os.environ.get("SITEMAP_CRAWL_CORPUS", ""),
-        str(REPO_ROOT.parent / "shared" / "corpus" / "real"),
-        "/work/shared/corpus/real",
-    ]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    return Path(candidates[1])
-
-
-CORPUS = _corpus_dir()
+CORPUS = CORPUS_DIR
 CORPUS_FILES = sorted(p.name for p in CORPUS.glob("*") if p.is_file() and p.name != "MANIFEST.tsv")
 
 FUZZ = os.environ.get("HYPOTHESIS_PROFILE") == "fuzz"

@@ -6,7 +6,6 @@ import asyncio
 import fcntl
 import io
 import os
-from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
@@ -16,6 +15,7 @@ from sitemap_crawl.offload import InlineReader, SitemapReaders, WorkerReader, de
 from sitemap_crawl.parsing import Limits, SitemapReader, parse_sitemap
 from sitemap_crawl.parsing.stream import FileBody
 from sitemap_crawl.parsing.worker import PIPE_SIZE, SPOOL_MIN_SIZE, receive_body, widen_pipe
+from tests.support import CORPUS_DIR
 
 PAGE_COUNT = 5000
 
@@ -106,7 +106,7 @@ def test_a_worker_that_dies_mid_sitemap_loses_nothing() -> None:
     ],
 )
 def test_worker_matches_inline_on_real_files(name: str) -> None:
-    path = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real" / name
+    path = CORPUS_DIR / name
     if not path.exists():
         pytest.skip("corpus not available")
     body = path.read_bytes()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,13 +20,11 @@ from sitemap_crawl import Limits, ParsedSitemap, SitemapPage, SitemapReader, par
 from sitemap_crawl.config import DEFAULTS, SettingsReader
 from sitemap_crawl.items import PAGE_FIELDS
 from sitemap_crawl.parsing import DEFAULT_LIMITS
-from tests.support import REPO_ROOT, Route
+from tests.support import CORPUS_DIR, Route
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import SiteFactory
 
-CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "real"
-if not CORPUS.is_dir():  # a checkout elsewhere: the corpus sits beside the main repository
-    CORPUS = Path("/work/shared/corpus/real")
+CORPUS = CORPUS_DIR
 
 pytestmark = pytest.mark.skipif(not (CORPUS / "MANIFEST.tsv").exists(), reason="the shared corpus is not here")
 

@@ -5,6 +5,7 @@ Import it as ``tests.support`` (tests/conftest.py puts the repository root
 on ``sys.path``).
 """
 
+from .corpus import CORPUS_DIR
 from .crawl import (
     REPO_ROOT,
     CrawlResult,
@@ -27,6 +28,7 @@ from .sitemaps import (
 )
 
 __all__ = [
+    "CORPUS_DIR",
     "REPO_ROOT",
     "SITEMAP_NS",
     "CrawlResult",
