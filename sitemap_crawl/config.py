@@ -82,11 +82,11 @@ class SettingsReader:
 
     @property
     def concurrent_sitemaps(self) -> int:
-        """Sitemaps in flight at once; by default one more than the parsing workers (at least 2),
-        so that the next body downloads while the workers parse."""
+        """Sitemaps in flight at once; by default two more than the parsing workers (at least 3),
+        so that the next bodies download while the workers parse."""
         value = self._get("SITEMAP_CRAWL_CONCURRENT_SITEMAPS")
         if value is None:
-            return max(2, self.parse_workers + 1)
+            return max(3, self.parse_workers + 2)
         return max(1, int(value))
 
     @property

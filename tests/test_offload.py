@@ -240,10 +240,10 @@ def test_worker_pipes_are_widened() -> None:
 @pytest.mark.parametrize(
     ("settings", "workers", "in_flight"),
     [
-        ({}, default_worker_count(), max(2, default_worker_count() + 1)),
-        ({"SITEMAP_CRAWL_PARSE_WORKERS": 0}, 0, 2),
-        ({"SITEMAP_CRAWL_PARSE_WORKERS": "false"}, 0, 2),
-        ({"SITEMAP_CRAWL_PARSE_WORKERS": "3"}, 3, 4),
+        ({}, default_worker_count(), max(3, default_worker_count() + 2)),
+        ({"SITEMAP_CRAWL_PARSE_WORKERS": 0}, 0, 3),
+        ({"SITEMAP_CRAWL_PARSE_WORKERS": "false"}, 0, 3),
+        ({"SITEMAP_CRAWL_PARSE_WORKERS": "3"}, 3, 5),
         ({"SITEMAP_CRAWL_PARSE_WORKERS": 3, "SITEMAP_CRAWL_CONCURRENT_SITEMAPS": 8}, 3, 8),
     ],
 )
