@@ -98,6 +98,8 @@ MAX_IN_FLIGHT_SETTING = "SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT"
 SAVE_INTERVAL_SETTING = "SITEMAP_CRAWL_LOADER_SAVE_INTERVAL"
 LOG_INTERVAL_SETTING = "SITEMAP_CRAWL_LOADER_LOG_INTERVAL"
 DEFAULT_QUEUE_SIZE = 1000
+DEFAULT_MAX_DEPTH = 10
+"""Index levels read below a start URL, robots.txt or known path (SITEMAP_CRAWL_MAX_DEPTH)."""
 DEFAULT_SAVE_INTERVAL = 5.0
 DEFAULT_LOG_INTERVAL = 60.0
 DEFAULT_STATE_NAME = "sitemap_loader"
@@ -359,7 +361,9 @@ class SitemapRequestLoader:
     ``exclude``; sub-sitemaps of an index must match one of ``follow`` (if given)
     and none of ``deny`` (robots.txt ``Sitemap:`` lines are always read).
     ``page_filter`` / ``sitemap_filter`` see each sitemap's entries first and may
-    drop, change or add some. A sitemap URL is read once per crawl; a page URL is
+    drop, change or add some. Indexes nested deeper than ``max_depth`` levels below a
+    start URL, robots.txt or known path are not read (an endless chain of indexes ends
+    there). A sitemap URL is read once per crawl; a page URL is
     queued once per sitemap.
     """
 
@@ -380,6 +384,7 @@ class SitemapRequestLoader:
         sitemap_filter: SitemapFilter | None = None,
         max_buffer_size: int = DEFAULT_QUEUE_SIZE,
         limits: Limits = DEFAULT_LIMITS,
+        max_depth: int = DEFAULT_MAX_DEPTH,
         persist_dir: str | Path | None = None,
         state_name: str = DEFAULT_STATE_NAME,
         save_interval: float = DEFAULT_SAVE_INTERVAL,
@@ -408,6 +413,7 @@ class SitemapRequestLoader:
         self.max_buffer_size = max_buffer_size
         self._low_water = max_buffer_size // 2
         self.limits = limits
+        self.max_depth = max_depth
         self.save_interval = save_interval
         self.log_interval = log_interval
         self._store = _StateStore(persist_dir, state_name) if persist_dir else None
@@ -415,6 +421,9 @@ class SitemapRequestLoader:
         # the state
         self._pending: deque[str] = deque()
         self._pending_set: set[str] = set()
+        # nesting level of the pending sitemaps that an index declared (in memory only: after a
+        # restart, the restored ones count as level 0); start URLs, robots.txt, known paths: 0
+        self._depths: dict[str, int] = {}
         self._current: str | None = None
         # sets kept as insertion-ordered dicts, so that the saved lists are in a useful order
         self._processed: dict[str, None] = {}
@@ -706,6 +715,7 @@ class SitemapRequestLoader:
                         "Error while reading the sitemap %s; its remaining entries are skipped", self._current
                     )
                 self._processed[self._current] = None
+                self._depths.pop(self._current, None)
                 self._current = None
                 self._current_processed = {}
                 self._current_restored = False
@@ -760,9 +770,17 @@ class SitemapRequestLoader:
 
     def _read_index(self, url: str, reader: SitemapReader, role: str) -> None:
         refs = (entry for entry in reader if isinstance(entry, SitemapRef))
+        depth = self._depths.get(url, 0) + 1
+        if depth > self.max_depth:
+            logger.warning(
+                "Sitemap %s: its sub-sitemaps are nested deeper than %d levels (depth limit); not read",
+                url,
+                self.max_depth,
+            )
+            return
         if role == ROBOTS:
             for ref in refs:
-                self._add_pending(ref.url)
+                self._add_child(ref.url, depth)
             return
         chosen: Iterable[SitemapRef | str] = self._sitemap_filter(refs, url) if self._sitemap_filter else refs
         for chosen_ref in chosen:
@@ -773,7 +791,11 @@ class SitemapRequestLoader:
             if self._deny is not None and any(p.search(child) for p in self._deny):
                 logger.debug("Sub-sitemap %s matches deny; not read", child)
                 continue
-            self._add_pending(child)
+            self._add_child(child, depth)
+
+    def _add_child(self, url: str, depth: int) -> None:
+        if self._add_pending(url):
+            self._depths[url] = depth
 
     async def _read_pages(self, url: str, final_url: str, reader: SitemapReader) -> int:
         def pages() -> Iterator[SitemapPage]:
@@ -863,6 +885,7 @@ class SitemapRequestLoader:
         settings = crawler.settings
         config = SettingsReader(settings)
         kwargs.setdefault("limits", config.limits)
+        kwargs.setdefault("max_depth", config.max_depth)
         kwargs.setdefault("known_paths", config.known_paths)
         kwargs.setdefault("max_buffer_size", settings.getint(QUEUE_SIZE_SETTING, DEFAULT_QUEUE_SIZE))
         kwargs.setdefault("save_interval", settings.getfloat(SAVE_INTERVAL_SETTING, DEFAULT_SAVE_INTERVAL))

@@ -354,6 +354,56 @@ def test_failures_do_not_stop_the_rest(caplog: pytest.LogCaptureFixture) -> None
     assert any("gone.xml unusable: HTTP 500" in r.getMessage() for r in caplog.records)
 
 
+class EndlessIndexes:
+    """/i/N.xml is an index listing /i/N+1.xml and one urlset /p/N.xml: an endless chain."""
+
+    def __init__(self) -> None:
+        self.fetched: list[str] = []
+
+    async def __call__(self, url: str) -> FetchedSitemap:
+        self.fetched.append(url)
+        await asyncio.sleep(0)
+        if len(self.fetched) > 100:  # without a limit the test ends here, and fails
+            raise SitemapFetchError("the chain went on")
+        kind, number = url.rsplit("/", 2)[-2], int(url.rsplit("/", 1)[-1].removesuffix(".xml"))
+        if kind == "i":
+            body = sitemapindex(f"{BASE}/i/{number + 1}.xml", f"{BASE}/p/{number}.xml")
+        else:
+            body = urlset(f"{BASE}/page/{number}")
+        return FetchedSitemap(url, body.encode())
+
+
+@pytest.mark.parametrize("max_depth", [0, 3, 10])
+def test_an_endless_chain_of_indexes_stops_at_the_depth_limit(max_depth: int, caplog: pytest.LogCaptureFixture) -> None:
+    web = EndlessIndexes()
+
+    async def main() -> list[str]:
+        loader = SitemapRequestLoader([f"{BASE}/i/0.xml"], fetch=web, max_depth=max_depth)
+        got = [page.url for page in await drain(loader)]
+        assert loader.completed
+        loader.close()
+        return got
+
+    with caplog.at_level("WARNING", logger="sitemap_crawl.loader"):
+        got = run(main)
+    # the start index is level 0; what level d declares is level d + 1, read while <= max_depth
+    indexes = [url for url in web.fetched if "/i/" in url]
+    assert indexes == [f"{BASE}/i/{n}.xml" for n in range(max_depth + 1)]
+    assert got == [f"{BASE}/page/{n}" for n in range(max_depth)]
+    assert any("depth limit" in record.getMessage() for record in caplog.records)
+
+
+def test_the_depth_limit_comes_from_the_settings() -> None:
+    from scrapy.utils.test import get_crawler
+
+    from sitemap_crawl.loader import DEFAULT_MAX_DEPTH
+
+    crawler = get_crawler(settings_dict={"SITEMAP_CRAWL_MAX_DEPTH": 4})
+    loader = SitemapRequestLoader.from_crawler(crawler, [f"{BASE}/i/0.xml"], fetch=EndlessIndexes())
+    assert loader.max_depth == 4
+    assert SitemapRequestLoader([], fetch=EndlessIndexes()).max_depth == DEFAULT_MAX_DEPTH == 10
+
+
 # -- persistence ----------------------------------------------------------------------------
 
 
