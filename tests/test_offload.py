@@ -254,3 +254,49 @@ def test_worker_and_in_flight_settings(settings: dict, workers: int, in_flight: 
 
 def test_default_worker_count_leaves_a_core_to_the_crawl_process() -> None:
     assert default_worker_count() == max(1, min(4, usable_cpus() - 1))
+
+
+def test_pages_finished_in_the_crawl_process_match_inline_parsing() -> None:
+    # the worker sends urlset pages with their fields as written; every field must come out
+    # as inline parsing gives it: news, video, image and hreflang edge cases included
+    entry = (
+        "<url><loc> https://www.example.org/n/{i} </loc><lastmod>2024-05-0{d}T10:00:00Z</lastmod>"
+        "<changefreq> Weekly </changefreq><priority>0.{d}</priority>"
+        "<news:news><news:publication><news:name> Le Monde </news:name><news:language>fr</news:language>"
+        "</news:publication><news:publication_date>2024-05-01</news:publication_date>"
+        "<news:title>Title {i}</news:title><news:keywords>a, b,,c</news:keywords></news:news>"
+        "<video:video><video:thumbnail_loc>/thumb/{i}.jpg</video:thumbnail_loc><video:title>V</video:title>"
+        "<video:duration>61.7</video:duration><video:family_friendly>no</video:family_friendly>"
+        "<video:tag> x </video:tag><video:tag></video:tag><video:tag>y</video:tag></video:video>"
+        "<image:image><image:loc>javascript:alert(1)</image:loc></image:image>"
+        "<image:image><image:loc>/img/{i}.png</image:loc><image:caption> c </image:caption></image:image>"
+        '<xhtml:link rel="nofollow" hreflang="de" href="https://www.example.org/de/{i}"/>'
+        '<xhtml:link rel=" Alternate " hreflang=" en " href="/en/{i}"/></url>\n'
+    )
+    rows = "".join(entry.format(i=i, d=1 + i % 9) for i in range(3000))
+    rows += "<url><loc>https://www.example.org/n/1</loc></url>\n<url><priority>0.1</priority></url>\n"
+    body = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        'xmlns:news="http://www.google.com/schemas/sitemap-news/0.9" '
+        'xmlns:video="http://www.google.com/schemas/sitemap-video/1.1" '
+        'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1" xmlns:xhtml="http://www.w3.org/1999/xhtml">\n'
+        f"{rows}</urlset>\n"
+    ).encode()
+    url = "https://www.example.org/sitemaps/news.xml"
+
+    async def run() -> tuple:
+        readers = SitemapReaders(Limits(), chunk_size=250, workers=1, worker_min_size=1)
+        try:
+            return await _read_all(readers, body, url)
+        finally:
+            await readers.close()
+
+    reader_type, kind, error, entries = asyncio.run(run())
+    expected = parse_sitemap(body, url)
+    assert reader_type is WorkerReader and (kind, error) == (expected.kind, expected.error)
+    assert entries == expected.pages and len(entries) == 3000
+    first = entries[0]
+    assert first.news is not None and first.news.keywords == ["a", "b", "c"]
+    assert [image.loc for image in first.images] == ["https://www.example.org/img/0.png"]
+    assert [(a.hreflang, a.href) for a in first.alternates] == [("en", "https://www.example.org/en/0")]
+    assert first.videos[0].tags == ["x", "y"] and first.videos[0].duration == 61

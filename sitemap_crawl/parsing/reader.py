@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.parsing import robots, text
@@ -115,20 +116,30 @@ class SitemapReader:
         return INVALID
 
     def __iter__(self) -> Iterator[SitemapPage | SitemapRef]:
+        return self._entries(raw=False)
+
+    def iter_raw(self) -> Iterator[Any]:
+        """Like iterating, but urlset pages come as :func:`~sitemap_crawl.parsing.xml.extract_url`
+        tuples, their fields not yet normalised (:func:`~sitemap_crawl.parsing.xml.finish_page`
+        does that): the parse worker leaves that part to the crawl process."""
+        return self._entries(raw=True)
+
+    def _entries(self, raw: bool) -> Iterator[Any]:
         if self.kind == INVALID:
             return
         if self.kind == ROBOTS_TXT:
-            entries: Iterator[SitemapPage | SitemapRef] = self._robots_entries()
+            entries: Iterator[Any] = self._robots_entries()
         elif self.kind == TEXT:
             entries = self._text_entries()
         else:
-            entries = self._xml_entries()
+            entries = self._xml_entries(raw)
         seen: set[str] = set()
         is_index = self.kind in (ROBOTS_TXT, "xml_index")
         for entry in entries:
-            if entry.url in seen:
+            url = entry[1] if type(entry) is tuple else entry.url
+            if url in seen:
                 continue
-            seen.add(entry.url)
+            seen.add(url)
             if is_index and self.entry_count >= self.limits.max_index_children:
                 self.error = "size limit"
                 self.detail = f"more than {self.limits.max_index_children} sub-sitemaps; the rest is ignored"
@@ -145,17 +156,17 @@ class SitemapReader:
                 self.detail = "no URL line"
             self.kind, self.error = INVALID, NOT_A_SITEMAP
 
-    def _xml_entries(self) -> Iterator[SitemapPage | SitemapRef]:
+    def _xml_entries(self, raw: bool) -> Iterator[Any]:
         assert self._dialect is not None
         try:
-            yield from self._xml_entries_or_problem()
+            yield from self._xml_entries_or_problem(raw)
         except _LXML_VALUE_ERRORS as exc:
             self.error, self.detail = "parse error", f"{type(exc).__name__}: {exc}"
 
-    def _xml_entries_or_problem(self) -> Iterator[SitemapPage | SitemapRef]:
+    def _xml_entries_or_problem(self, raw: bool) -> Iterator[Any]:
         assert self._dialect is not None
         try:
-            yield from iter_entries(self._chunks, self._dialect, self.url)
+            yield from iter_entries(self._chunks, self._dialect, self.url, raw)
         except XmlProblem as problem:
             self.error = problem.reason
             self.detail = problem.detail
@@ -169,7 +180,7 @@ class SitemapReader:
                     # had parsed just before. Read again in recover mode: the entries already
                     # given are skipped by __iter__ (same URL), and recover mode sometimes
                     # reads on past the problem.
-                    yield from _recover(self._chunks, self._dialect, self.url, skip=0)
+                    yield from _recover(self._chunks, self._dialect, self.url, skip=0, raw=raw)
 
     def _text_entries(self) -> Iterator[SitemapPage]:
         # Lines already handled are skipped before any work: a gzip bomb of one line

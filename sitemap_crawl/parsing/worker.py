@@ -33,6 +33,7 @@ from sitemap_crawl.items import Alternate, Image, NewsStory, SitemapPage, Sitema
 from sitemap_crawl.memory import trim, tune_malloc
 from sitemap_crawl.parsing.reader import SitemapReader
 from sitemap_crawl.parsing.stream import Body, FileBody
+from sitemap_crawl.parsing.xml import RAW_PAGE, finish_page
 
 _LENGTH = struct.Struct(">I")
 EntryTuple = tuple[Any, ...]
@@ -83,9 +84,12 @@ def entry_to_tuple(entry: SitemapPage | SitemapRef) -> EntryTuple:
 
 
 def entry_from_tuple(values: EntryTuple, sitemap_url: str) -> SitemapPage | SitemapRef:
-    """The inverse of :func:`entry_to_tuple`."""
+    """The inverse of :func:`entry_to_tuple`; an :func:`extract_url` tuple (a urlset page
+    whose fields the worker left as written) is finished here."""
     if len(values) == 2:
         return SitemapRef(values[0], values[1])
+    if values[0] == RAW_PAGE and len(values) == 9:
+        return finish_page(values, sitemap_url)
     url, priority, last_modified, change_frequency, news, images, videos, alternates = values
     return SitemapPage(
         url,
@@ -131,8 +135,8 @@ def run_job(job: tuple[Any, ...], output: BinaryIO) -> None:
     reader = SitemapReader(body, url, is_robots=is_robots, limits=limits)
     write_frame(output, ("kind", job_id, reader.kind, reader.error, reader.detail))
     batch: list[EntryTuple] = []
-    for entry in reader:
-        batch.append(entry_to_tuple(entry))
+    for entry in reader.iter_raw():  # urlset pages come unfinished: the crawl process finishes them
+        batch.append(entry if type(entry) is tuple else entry_to_tuple(entry))
         if len(batch) >= batch_size:
             write_frame(output, ("entries", job_id, batch))
             output.flush()

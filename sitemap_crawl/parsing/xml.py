@@ -45,6 +45,13 @@ class Dialect:
     kind: str
     entry_tag: str
     read_entry: Callable[[Element, str], SitemapPage | SitemapRef | None]
+    extract_entry: Callable[[Element, str], Any] | None = None
+    """Reads an entry without normalising its fields (see :func:`extract_url`), or None
+    when the dialect has no such split; used by the parse worker, which leaves the
+    normalising to the crawl process."""
+
+    def reader(self, raw: bool) -> Callable[[Element, str], Any]:
+        return self.extract_entry if raw and self.extract_entry is not None else self.read_entry
 
 
 class XmlProblem(Exception):
@@ -122,14 +129,16 @@ def iter_entries(
     make_chunks: Callable[[], Iterator[bytes]],
     dialect: Dialect,
     sitemap_url: str,
-) -> Iterator[SitemapPage | SitemapRef]:
+    raw: bool = False,
+) -> Iterator[Any]:
     """Pages or sub-sitemap references of one XML document, in document order.
 
     ``make_chunks`` opens the (decompressed) document as a chunk stream; it is
     called a second time only for a malformed document, which is then read
     again in lxml's recover mode from the entry after the last good one.
     Raises XmlProblem (after yielding every good entry) when the document is
-    truncated, over a limit or unreadable past some point.
+    truncated, over a limit or unreadable past some point. With ``raw``, urlset
+    pages come as :func:`extract_url` tuples (see :func:`finish_page`).
     """
     make_chunks = functools.partial(_without_leading_space, make_chunks)
     produced = 0
@@ -137,7 +146,7 @@ def iter_entries(
     last_line_length = 0  # in characters, as libxml2 counts columns
     wide: bool | None = None  # UTF-16/32: two or four bytes a character
     strict = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **_parser_options(recover=False))
-    read_entry = dialect.read_entry
+    read_entry = dialect.reader(raw)
     try:
         for chunk in make_chunks():
             if wide is None:
@@ -150,7 +159,7 @@ def iter_entries(
                 last_line_length = _char_count(chunk[newline + 1 :], wide)
             for start in range(0, len(chunk), FEED_SIZE):
                 strict.feed(chunk[start : start + FEED_SIZE])
-                entries: list[SitemapPage | SitemapRef] = []
+                entries: list[Any] = []
                 last = None
                 for _event, element in strict.read_events():
                     last = element
@@ -180,12 +189,12 @@ def iter_entries(
             raise XmlProblem("parse error", message) from exc  # junk after the root: every entry was read
         if "tag mismatch" not in message and _at_end(exc, line_count, last_line_length):
             raise XmlProblem("truncated", message) from exc  # a cut never causes a tag mismatch
-        stream_error = yield from _recover(make_chunks, dialect, sitemap_url, skip=produced)
+        stream_error = yield from _recover(make_chunks, dialect, sitemap_url, skip=produced, raw=raw)
         if stream_error is not None:  # the body also broke off (size limit, cut gzip): say that
             raise XmlProblem(stream_error.reason, str(stream_error)) from exc
         raise XmlProblem("parse error", message) from exc
     for _event, element in strict.read_events():
-        entry = dialect.read_entry(element, sitemap_url)
+        entry = read_entry(element, sitemap_url)
         if entry is not None:
             yield entry
 
@@ -220,7 +229,8 @@ def _recover(
     dialect: Dialect,
     sitemap_url: str,
     skip: int,
-) -> Generator[SitemapPage | SitemapRef, None, StreamError | None]:
+    raw: bool = False,
+) -> Generator[Any, None, StreamError | None]:
     """Read a malformed document again in recover mode, skipping ``skip`` entries.
 
     Unescaped ``&`` and ``<`` in text are escaped first (see :func:`_repair_markup`),
@@ -229,6 +239,7 @@ def _recover(
     Returns the StreamError that stopped the input early, if any.
     """
     parser = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **_parser_options(recover=True))
+    read_entry = dialect.reader(raw)
     seen = 0
     stream_error: StreamError | None = None
     ends_cleanly = True
@@ -241,7 +252,7 @@ def _recover(
             for _event, element in parser.read_events():
                 seen += 1
                 if seen > skip:
-                    entry = dialect.read_entry(element, sitemap_url)
+                    entry = read_entry(element, sitemap_url)
                     if entry is not None:
                         yield entry
                 _release(element)
@@ -255,14 +266,14 @@ def _recover(
             if held is not None:
                 seen += 1
                 if seen > skip:
-                    entry = dialect.read_entry(held, sitemap_url)
+                    entry = read_entry(held, sitemap_url)
                     if entry is not None:
                         yield entry
             held = element
         if held is not None and ends_cleanly:
             seen += 1
             if seen > skip:
-                entry = dialect.read_entry(held, sitemap_url)
+                entry = read_entry(held, sitemap_url)
                 if entry is not None:
                     yield entry
     return stream_error
@@ -463,13 +474,21 @@ def _url_code(tag: object) -> int:
     return code
 
 
-def read_url(element: Element, sitemap_url: str) -> SitemapPage | None:
-    """A urlset ``<url>`` as a page, or None when it has no usable location."""
-    loc = lastmod = changefreq = priority = None
-    news: NewsStory | None = None
-    images: list[Image] = []
-    videos: list[Video] = []
-    alternates: list[Alternate] = []
+RAW_PAGE = "raw-page"
+"""First item of an :func:`extract_url` tuple."""
+
+
+def extract_url(element: Element, sitemap_url: str) -> tuple[Any, ...] | None:
+    """A urlset ``<url>`` as the raw texts of its fields (only the page URL resolved), or None.
+
+    ``(RAW_PAGE, url, priority, lastmod, changefreq, news, images, videos, alternates)``:
+    the texts as written, nested ones as tuples (lists of them for images, videos and
+    alternates, or None). :func:`finish_page` makes the page; ``read_url`` does both.
+    """
+    loc = lastmod = changefreq = priority = news = None
+    images: list[Any] | None = None
+    videos: list[Any] | None = None
+    alternates: list[Any] | None = None
     codes = _URL_CODES
     for child in element:
         tag = child.tag
@@ -485,31 +504,47 @@ def read_url(element: Element, sitemap_url: str) -> SitemapPage | None:
         elif code == 4:
             priority = child.text
         elif code == 5:
-            image = _read_image(child, sitemap_url)
-            if image is not None:
-                images.append(image)
+            if images is None:
+                images = []
+            images.append(_IMAGE_FIELDS.texts(child))
         elif code == 6:
-            videos.append(_read_video(child, sitemap_url))
+            if videos is None:
+                videos = []
+            videos.append(_video_texts(child))
         elif code == 7:
-            news = _read_news(child)
+            news = _news_texts(child)
         elif code == 8:
-            alternate = _read_alternate(child, sitemap_url)
-            if alternate is not None:
-                alternates.append(alternate)
+            if alternates is None:
+                alternates = []
+            alternates.append((child.get("rel"), child.get("hreflang"), child.get("href")))
     url = resolve_url(loc if loc is not None else _bare_text(element), sitemap_url)
     if url is None:
         return None
+    return (RAW_PAGE, url, priority, lastmod, changefreq, news, images, videos, alternates)
+
+
+def finish_page(raw: tuple[Any, ...], sitemap_url: str) -> SitemapPage:
+    """The page of an :func:`extract_url` tuple: every field normalised."""
+    _mark, url, priority, lastmod, changefreq, news, images, videos, alternates = raw
     return SitemapPage(
         url,
         sitemap_url,
         normalize_priority(priority),
         normalize_date(lastmod),
         normalize_change_frequency(changefreq),
-        news,
-        images,
-        videos,
-        alternates,
+        None if news is None else _finish_news(news),
+        [image for texts in images if (image := _finish_image(texts, sitemap_url)) is not None] if images else [],
+        [_finish_video(texts, sitemap_url) for texts in videos] if videos else [],
+        [alt for attrs in alternates if (alt := _finish_alternate(attrs, sitemap_url)) is not None]
+        if alternates
+        else [],
     )
+
+
+def read_url(element: Element, sitemap_url: str) -> SitemapPage | None:
+    """A urlset ``<url>`` as a page, or None when it has no usable location."""
+    raw = extract_url(element, sitemap_url)
+    return None if raw is None else finish_page(raw, sitemap_url)
 
 
 def _bare_text(element: Element) -> str | None:
@@ -521,45 +556,52 @@ def _bare_text(element: Element) -> str | None:
     return value if value[:4].lower() == "http" else None
 
 
-def _read_image(element: Element, sitemap_url: str) -> Image | None:
-    loc, caption, title, geo_location, license_url = _IMAGE_FIELDS.texts(element)
+def _finish_image(texts: list[str | None], sitemap_url: str) -> Image | None:
+    loc, caption, title, geo_location, license_url = texts
     url = resolve_url(loc, sitemap_url)
     if url is None:
         return None
     return Image(url, clean_text(caption), clean_text(title), clean_text(geo_location), clean_text(license_url))
 
 
-def _read_video(element: Element, sitemap_url: str) -> Video:
-    texts: dict[str, str | None] = {}
-    tags: list[str] = []
-    for child in element:
-        name = local_name(child.tag)
-        if name == "tag":
-            tag = clean_text(child.text)
-            if tag:
-                tags.append(tag)
-        elif name and name not in texts:
-            texts[name] = child.text
+_VIDEO_FIELDS = _ChildFields(
+    "thumbnail_loc", "title", "description", "content_loc", "player_loc", "duration", "publication_date",
+    "family_friendly",
+)  # fmt: skip
+
+
+def _video_texts(element: Element) -> tuple[Any, ...]:
+    tags = [child.text for child in element if local_name(child.tag) == "tag"]
+    return (*_VIDEO_FIELDS.texts(element), tags)
+
+
+def _finish_video(texts: tuple[Any, ...], sitemap_url: str) -> Video:
+    thumbnail, title, description, content, player, duration, published, family_friendly, tags = texts
     return Video(
-        thumbnail_loc=resolve_url(texts.get("thumbnail_loc"), sitemap_url),
-        title=clean_text(texts.get("title")),
-        description=clean_text(texts.get("description")),
-        content_loc=resolve_url(texts.get("content_loc"), sitemap_url),
-        player_loc=resolve_url(texts.get("player_loc"), sitemap_url),
-        duration=parse_duration(texts.get("duration")),
-        publication_date=normalize_date(texts.get("publication_date")),
-        family_friendly=parse_yes_no(texts.get("family_friendly")),
-        tags=tags,
+        thumbnail_loc=resolve_url(thumbnail, sitemap_url),
+        title=clean_text(title),
+        description=clean_text(description),
+        content_loc=resolve_url(content, sitemap_url),
+        player_loc=resolve_url(player, sitemap_url),
+        duration=parse_duration(duration),
+        publication_date=normalize_date(published),
+        family_friendly=parse_yes_no(family_friendly),
+        tags=[tag for tag in map(clean_text, tags) if tag],
     )
 
 
-def _read_news(element: Element) -> NewsStory:
+def _news_texts(element: Element) -> tuple[str | None, ...]:
     title, publication_date, access, genres, keywords, stock_tickers = _NEWS_FIELDS.texts(element)
     name = language = None
     for child in element:
         if local_name(child.tag) == "publication":
             name, language = _PUBLICATION_FIELDS.texts(child)
             break
+    return (title, publication_date, name, language, access, genres, keywords, stock_tickers)
+
+
+def _finish_news(texts: tuple[str | None, ...]) -> NewsStory:
+    title, publication_date, name, language, access, genres, keywords, stock_tickers = texts
     return NewsStory(
         clean_text(title),
         normalize_date(publication_date),
@@ -572,14 +614,14 @@ def _read_news(element: Element) -> NewsStory:
     )
 
 
-def _read_alternate(element: Element, sitemap_url: str) -> Alternate | None:
-    rel = element.get("rel")
+def _finish_alternate(attributes: tuple[str | None, ...], sitemap_url: str) -> Alternate | None:
+    rel, hreflang, href = attributes
     if rel is not None and rel != "alternate" and rel.strip().lower() != "alternate":
         return None
-    href = resolve_url(element.get("href"), sitemap_url)
-    if href is None:
+    url = resolve_url(href, sitemap_url)
+    if url is None:
         return None
-    return Alternate(clean_text(element.get("hreflang")), href)
+    return Alternate(clean_text(hreflang), url)
 
 
 def read_sitemap_entry(element: Element, sitemap_url: str) -> SitemapRef | None:
@@ -654,7 +696,7 @@ def read_atom_entry(element: Element, sitemap_url: str) -> SitemapPage | None:
 
 
 DIALECTS: dict[str, Dialect] = {
-    "urlset": Dialect("xml_urlset", "{*}url", read_url),
+    "urlset": Dialect("xml_urlset", "{*}url", read_url, extract_url),
     "sitemapindex": Dialect("xml_index", "{*}sitemap", read_sitemap_entry),
     "rss": Dialect("rss", "{*}item", read_rss_item),
     "feed": Dialect("atom", "{*}entry", read_atom_entry),
