@@ -47,6 +47,8 @@ from sitemap_crawl.wiring import add_sitemap_crawl_components
 
 logger = logging.getLogger(__name__)
 
+XML_INDEX = "xml_index"
+
 META_KEY = "sitemap_crawl"
 """Request meta key holding the :class:`Visit` of a sitemap request."""
 
@@ -140,6 +142,9 @@ class SitemapsSpider(Spider):
             logger.error("Bad argument for the %s spider: %s", self.name, exc)
             raise
         self._known_paths_sent = False
+        # sitemaps requested that may still declare sub-sitemaps (by tree path): while any is
+        # left, the set of sitemaps under robots.txt is not final and known paths must wait
+        self._unsettled: set[tuple[int, ...]] = set()
         self._seen_under_robots: set[str] = set()
         self._in_flight = 0
         self._waiting: deque[Visit] = deque()
@@ -197,9 +202,23 @@ class SitemapsSpider(Spider):
             await readers.close()
 
     def _on_idle(self) -> None:
-        """When robots.txt and its sitemaps are done, probe the well-known paths."""
+        """When robots.txt and its sitemaps are done, probe the well-known paths (if that
+        was not done already, as soon as every sitemap under robots.txt was known)."""
+        if self._send_known_paths():
+            raise DontCloseSpider
+
+    def _settle(self, visit: Visit) -> None:
+        """``visit`` will declare no more sub-sitemaps (it failed, is not an index, or was read)."""
+        self._unsettled.discard(visit.path)
+        if not self._unsettled and not self._waiting and not self._known_paths_sent:
+            # Every sitemap under robots.txt has been requested and none can declare more:
+            # the known paths can be probed now, while the last sitemaps are still parsed.
+            self._send_known_paths()
+
+    def _send_known_paths(self) -> bool:
+        """Queue the well-known paths not seen under robots.txt, once; whether any was queued."""
         if self._known_paths_sent:
-            return
+            return False
         self._known_paths_sent = True
         assert self.homepage is not None
         sent = 0
@@ -211,8 +230,7 @@ class SitemapsSpider(Spider):
             self._submit(Visit(url, (index,), 0, frozenset(), "known"))
             sent += 1
         logger.info("Probing %d well-known sitemap paths of %s", sent, self.homepage)
-        if sent:
-            raise DontCloseSpider
+        return sent > 0
 
     def _submit(self, visit: Visit) -> None:
         """Queue a sitemap; it is requested once fewer than SITEMAP_CRAWL_CONCURRENT_SITEMAPS are in flight.
@@ -231,7 +249,10 @@ class SitemapsSpider(Spider):
         assert engine is not None
         while self._waiting and self._in_flight < self.concurrent_sitemaps:
             self._in_flight += 1
-            engine.crawl(self._request(self._waiting.popleft()))
+            visit = self._waiting.popleft()
+            if not self._known_paths_sent:
+                self._unsettled.add(visit.path)
+            engine.crawl(self._request(visit))
 
     def _sitemap_done(self) -> None:
         """A sitemap in flight is done (parsed or failed): send the next waiting one."""
@@ -272,6 +293,7 @@ class SitemapsSpider(Spider):
         if visit is None:
             logger.error("Sitemap request failed without its meta: %s", failure)
             return
+        self._settle(visit)
         reason = failure_reason(failure)
         if visit.role == "known":
             logger.debug("Known path %s not found: %s", visit.url, reason)
@@ -288,6 +310,7 @@ class SitemapsSpider(Spider):
             async for output in self._parse_sitemap(response):
                 yield output
         finally:
+            self._settle(response.meta[META_KEY])
             self._sitemap_done()
 
     async def _parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
@@ -317,6 +340,8 @@ class SitemapsSpider(Spider):
         del body
         optional = visit.role in ("known", "robots")
         async with opened as reader:
+            if reader.kind not in (ROBOTS_TXT, XML_INDEX):
+                self._settle(visit)  # pages only: the known paths need not wait for its end
             if reader.kind == INVALID:
                 if optional:
                     logger.debug("%s is not a sitemap (%s); left out", visit.url, reader.detail)
