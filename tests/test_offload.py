@@ -46,18 +46,24 @@ async def _read_all(readers: SitemapReaders, body: bytes, url: str, kill_after: 
         return type(reader), reader.kind, reader.error, entries
 
 
-def test_worker_gives_what_inline_parsing_gives() -> None:
-    body = _urlset(PAGE_COUNT)
-    url = "https://www.example.org/sitemap.xml"
+def _read_with_fresh_readers(body: bytes, url: str, chunk_size: int, workers: int = 1) -> tuple:
+    """Read one body with readers of its own (a worker for any size), then close them."""
 
     async def run() -> tuple:
-        readers = SitemapReaders(Limits(), chunk_size=700, workers=1, worker_min_size=1)
+        readers = SitemapReaders(Limits(), chunk_size=chunk_size, workers=workers, worker_min_size=1)
         try:
             return await _read_all(readers, body, url)
         finally:
             await readers.close()
 
-    reader_type, kind, error, entries = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def test_worker_gives_what_inline_parsing_gives() -> None:
+    body = _urlset(PAGE_COUNT)
+    url = "https://www.example.org/sitemap.xml"
+
+    reader_type, kind, error, entries = _read_with_fresh_readers(body, url, chunk_size=700)
     expected = parse_sitemap(body, url)
     assert reader_type is WorkerReader
     assert (kind, error) == (expected.kind, expected.error)
@@ -112,14 +118,7 @@ def test_worker_matches_inline_on_real_files(name: str) -> None:
     body = path.read_bytes()
     url = f"https://www.example.org/{name}"
 
-    async def run() -> tuple:
-        readers = SitemapReaders(Limits(), chunk_size=1000, workers=1, worker_min_size=1)
-        try:
-            return await _read_all(readers, body, url)
-        finally:
-            await readers.close()
-
-    _type, kind, error, entries = asyncio.run(run())
+    _type, kind, error, entries = _read_with_fresh_readers(body, url, chunk_size=1000)
     expected = parse_sitemap(body, url)
     assert (kind, error, entries) == (expected.kind, expected.error, expected.pages)
 
@@ -284,14 +283,7 @@ def test_pages_finished_in_the_crawl_process_match_inline_parsing() -> None:
     ).encode()
     url = "https://www.example.org/sitemaps/news.xml"
 
-    async def run() -> tuple:
-        readers = SitemapReaders(Limits(), chunk_size=250, workers=1, worker_min_size=1)
-        try:
-            return await _read_all(readers, body, url)
-        finally:
-            await readers.close()
-
-    reader_type, kind, error, entries = asyncio.run(run())
+    reader_type, kind, error, entries = _read_with_fresh_readers(body, url, chunk_size=250)
     expected = parse_sitemap(body, url)
     assert reader_type is WorkerReader and (kind, error) == (expected.kind, expected.error)
     assert entries == expected.pages and len(entries) == 3000
