@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
+from sitemap_crawl.arguments import parse_bool
 from sitemap_crawl.offload import default_worker_count
 from sitemap_crawl.parsing import Limits
 from sitemap_crawl.parsing.reader import DEFAULT_MAX_SIZE, PROTOCOL_MAX_CHILDREN
@@ -92,16 +94,14 @@ class SettingsReader:
     @property
     def parse_workers(self) -> int:
         """Parsing worker processes; None means one per usable CPU (1 to 4), 0 none."""
-        value = self._get("SITEMAP_CRAWL_PARSE_WORKERS")
-        if isinstance(value, bool):
-            return default_worker_count() if value else 0
-        if value is None or value == "":
+        name = "SITEMAP_CRAWL_PARSE_WORKERS"
+        value = self._get(name)
+        if not isinstance(value, bool):
+            with contextlib.suppress(TypeError, ValueError):
+                return max(0, int(value))  # a count: 2, "2"
+        if str(value).strip().lower() == "auto":
             return default_worker_count()
-        if isinstance(value, str) and value.strip().lower() in ("false", "no", "off"):
-            return 0
-        if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "auto"):
-            return default_worker_count()
-        return max(0, int(value))
+        return default_worker_count() if parse_bool(name, value, True) else 0
 
     @property
     def parse_worker_min_size(self) -> int:

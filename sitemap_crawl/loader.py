@@ -65,6 +65,7 @@ from scrapy.core.scheduler import Scheduler
 from sitemap_crawl.discovery import DECLARED, KNOWN, ROBOTS, is_robots_txt, known_path_urls, robots_txt_url
 from sitemap_crawl.items import Alternate, Image, NewsStory, SitemapPage, SitemapRef, Video
 from sitemap_crawl.parsing import DEFAULT_LIMITS, INVALID, ROBOTS_TXT, Limits, SitemapReader
+from sitemap_crawl.parsing.reader import XML_INDEX
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -749,7 +750,7 @@ class SitemapRequestLoader:
         if reader.kind == INVALID:
             self._log_unusable(url, role, f"{reader.error} ({reader.detail})")
             return
-        if reader.kind in (ROBOTS_TXT, "xml_index"):
+        if reader.kind in (ROBOTS_TXT, XML_INDEX):
             self._read_index(url, reader, role)
             found = 0
         else:
@@ -757,7 +758,7 @@ class SitemapRequestLoader:
         if reader.error:
             level = logging.WARNING if role == DECLARED else logging.DEBUG
             logger.log(level, "Sitemap %s: %s (%s)", url, reader.error, reader.detail)
-        if reader.kind not in (ROBOTS_TXT, "xml_index"):
+        if reader.kind not in (ROBOTS_TXT, XML_INDEX):
             logger.info("Sitemap %s read: %d pages queued (%s)", url, found, self.progress())
 
     def _log_unusable(self, url: str, role: str, reason: str) -> None:

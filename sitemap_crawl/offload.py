@@ -3,8 +3,9 @@
 Both readers offer the same interface: ``kind``, ``error``, ``detail`` and
 ``chunks()``, an async iterator of lists of entries (pages or sub-sitemap
 references). Large bodies go to a pool of worker processes
-(SITEMAP_CRAWL_PARSE_WORKERS, one per usable CPU by default, up to 4), so that
-several sitemaps are parsed at once while the crawl process exports; small
+(SITEMAP_CRAWL_PARSE_WORKERS; by default one per usable CPU but the crawl
+process's own, 1 to 4), which read them while the crawl process finishes and
+exports the pages; small
 ones are read inline, where a round trip would cost more than it saves. A
 worker that cannot start or dies is not used again (the log says so); when
 none is left, every body is read inline.
@@ -36,14 +37,7 @@ MAX_AUTO_WORKERS = 4
 class InlineReader:
     """A SitemapReader read in the spider's own process."""
 
-    def __init__(
-        self,
-        body: bytes,
-        url: str,
-        is_robots: bool,
-        limits: Limits,
-        chunk_size: int,
-    ) -> None:
+    def __init__(self, body: bytes, url: str, is_robots: bool, limits: Limits, chunk_size: int) -> None:
         self._reader = SitemapReader(body, url, is_robots=is_robots, limits=limits)
         self._chunk_size = chunk_size
 
@@ -137,12 +131,7 @@ class _WorkerSession:
     started or dies before it has said anything about the body.
     """
 
-    def __init__(
-        self,
-        pool: ParseWorkerPool,
-        job: tuple[Any, ...],
-        fallback: Callable[[], InlineReader],
-    ) -> None:
+    def __init__(self, pool: ParseWorkerPool, job: tuple[Any, ...], fallback: Callable[[], InlineReader]) -> None:
         self._pool = pool
         self._job = job
         self._fallback = fallback

@@ -34,18 +34,13 @@ def normalize_date(text: str | None) -> str | None:
             return date.fromisoformat(value).isoformat()
         except ValueError:
             return None
-    if _is_canonical_datetime(value):
+    canonical = value[:19] + "+00:00" if len(value) == 20 and value[19] == "Z" else value
+    if _is_canonical_datetime(canonical):
         try:
-            datetime.fromisoformat(value)  # checks the ranges; the text is already what isoformat() gives
+            datetime.fromisoformat(canonical)  # checks the ranges; the text is already what isoformat() gives
         except ValueError:
             return None
-        return value
-    if len(value) == 20 and value[19] == "Z" and _is_canonical_datetime(value[:19] + "+00:00"):
-        try:
-            datetime.fromisoformat(value)
-        except ValueError:
-            return None
-        return value[:19] + "+00:00"
+        return canonical
     if value[0].isdigit():
         if _REDUCED_PRECISION_DATE.fullmatch(value):
             return value

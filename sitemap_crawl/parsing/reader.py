@@ -21,6 +21,7 @@ from sitemap_crawl.parsing.xml import (
 
 ROBOTS_TXT = "robots_txt"
 TEXT = "text"
+XML_INDEX = "xml_index"
 INVALID = "invalid"
 NOT_A_SITEMAP = "not a sitemap"
 SIZE_LIMIT = "size limit"
@@ -134,7 +135,7 @@ class SitemapReader:
         else:
             entries = self._xml_entries(raw)
         seen: set[str] = set()
-        is_index = self.kind in (ROBOTS_TXT, "xml_index")
+        is_index = self.kind in (ROBOTS_TXT, XML_INDEX)
         for entry in entries:
             url = entry[1] if type(entry) is tuple else entry.url
             if url in seen:

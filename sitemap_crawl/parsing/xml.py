@@ -432,29 +432,31 @@ class _ChildFields:
     dictionary lookup, not a local-name computation.
     """
 
-    __slots__ = ("_cache", "_positions", "_size")
+    __slots__ = ("_positions", "_size", "by_tag")
 
     def __init__(self, *names: str) -> None:
         self._positions = {name: position for position, name in enumerate(names)}
-        self._cache: dict[object, int] = {}
+        self.by_tag: dict[object, int] = {}
+        """Tag → position (-1: not one of the names), filled by :meth:`position`."""
         self._size = len(names)
 
     def texts(self, element: Element) -> list[str | None]:
         values: list[str | None] = [None] * self._size
-        cache = self._cache
+        by_tag = self.by_tag
         for child in reversed(element):  # backwards, so that the first occurrence is written last
             tag = child.tag
-            position = cache.get(tag)
+            position = by_tag.get(tag)
             if position is None:
-                position = self._position(tag)
+                position = self.position(tag)
             if position >= 0:
                 values[position] = child.text
         return values
 
-    def _position(self, tag: object) -> int:
+    def position(self, tag: object) -> int:
+        """The position of a tag's local name among the names, -1 if absent (remembered)."""
         position = self._positions.get(local_name(tag), -1)
-        if len(self._cache) < _LOCAL_NAMES_MAX:
-            self._cache[tag] = position
+        if len(self.by_tag) < _LOCAL_NAMES_MAX:
+            self.by_tag[tag] = position
         return position
 
 
@@ -463,15 +465,8 @@ _NEWS_FIELDS = _ChildFields("title", "publication_date", "access", "genres", "ke
 _PUBLICATION_FIELDS = _ChildFields("name", "language")
 
 
-_URL_FIELDS = {"loc": 1, "lastmod": 2, "changefreq": 3, "priority": 4, "image": 5, "video": 6, "news": 7, "link": 8}
-_URL_CODES: dict[object, int] = {}
-
-
-def _url_code(tag: object) -> int:
-    code = _URL_FIELDS.get(local_name(tag), 0)
-    if len(_URL_CODES) < _LOCAL_NAMES_MAX:
-        _URL_CODES[tag] = code
-    return code
+_URL_CHILDREN = _ChildFields("loc", "lastmod", "changefreq", "priority", "image", "video", "news", "link")
+_LOC, _LASTMOD, _CHANGEFREQ, _PRIORITY, _IMAGE, _VIDEO, _NEWS, _LINK = range(8)
 
 
 RAW_PAGE = "raw-page"
@@ -489,31 +484,31 @@ def extract_url(element: Element, sitemap_url: str) -> tuple[Any, ...] | None:
     images: list[Any] | None = None
     videos: list[Any] | None = None
     alternates: list[Any] | None = None
-    codes = _URL_CODES
+    by_tag = _URL_CHILDREN.by_tag
     for child in element:
         tag = child.tag
-        code = codes.get(tag)
+        code = by_tag.get(tag)
         if code is None:
-            code = _url_code(tag)
-        if code == 1:
+            code = _URL_CHILDREN.position(tag)
+        if code == _LOC:
             loc = child.text
-        elif code == 2:
+        elif code == _LASTMOD:
             lastmod = child.text
-        elif code == 3:
+        elif code == _CHANGEFREQ:
             changefreq = child.text
-        elif code == 4:
+        elif code == _PRIORITY:
             priority = child.text
-        elif code == 5:
+        elif code == _IMAGE:
             if images is None:
                 images = []
             images.append(_IMAGE_FIELDS.texts(child))
-        elif code == 6:
+        elif code == _VIDEO:
             if videos is None:
                 videos = []
             videos.append(_video_texts(child))
-        elif code == 7:
+        elif code == _NEWS:
             news = _news_texts(child)
-        elif code == 8:
+        elif code == _LINK:
             if alternates is None:
                 alternates = []
             alternates.append((child.get("rel"), child.get("hreflang"), child.get("href")))

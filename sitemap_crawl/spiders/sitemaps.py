@@ -41,13 +41,11 @@ from sitemap_crawl.items import PageBatch, SitemapNodeItem, SitemapPage, Sitemap
 from sitemap_crawl.memory import trim
 from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
-from sitemap_crawl.parsing.reader import TEXT
+from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
 from sitemap_crawl.signals import sitemap_node
 from sitemap_crawl.wiring import add_sitemap_crawl_components
 
 logger = logging.getLogger(__name__)
-
-XML_INDEX = "xml_index"
 
 META_KEY = "sitemap_crawl"
 """Request meta key holding the :class:`Visit` of a sitemap request."""
