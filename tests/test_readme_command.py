@@ -168,3 +168,12 @@ def test_contract_command_with_a_tree_file(readme_site: FixtureServer, tmp_path:
         (readme_site.url("/pages.txt"), "text", 2),
     ]
     assert re.search(r"Pages: 4\b", process.stderr)
+
+
+def test_ci_runs_the_readme_test_command_as_written() -> None:
+    readme = (REPO_ROOT / "README.md").read_text("utf-8")
+    after = readme.split("Run the tests:", 1)[1]
+    command = next(line.strip() for line in after.splitlines() if line.strip())
+    assert "pytest" in command
+    ci_lines = [line.strip() for line in (REPO_ROOT / ".ci" / "run").read_text("utf-8").splitlines()]
+    assert command in ci_lines
