@@ -109,7 +109,13 @@ class SettingsReader:
 
     @property
     def limits(self) -> Limits:
+        """The parsing bounds; a body is read (downloaded, then decompressed) up to the
+        smaller of SITEMAP_CRAWL_MAX_SIZE and Scrapy's DOWNLOAD_MAXSIZE (when set)."""
+        max_size = self.max_size
+        download_maxsize = int(self._settings.get("DOWNLOAD_MAXSIZE") or 0)
+        if download_maxsize > 0:
+            max_size = min(max_size, download_maxsize)
         return Limits(
-            max_size=self.max_size,
+            max_size=max_size,
             max_index_children=int(self._get("SITEMAP_CRAWL_MAX_INDEX_CHILDREN")),
         )

@@ -365,7 +365,8 @@ class SitemapRequestLoader:
     drop, change or add some. Indexes nested deeper than ``max_depth`` levels below a
     start URL, robots.txt or known path are not read (an endless chain of indexes ends
     there). A sitemap URL is read once per crawl; a page URL is
-    queued once per sitemap.
+    queued once per sitemap. With ``every_link``, pages' ``alternates`` hold every
+    ``xhtml:link`` with an href, not only the hreflang alternates (Scrapy's meaning).
     """
 
     def __init__(
@@ -385,6 +386,7 @@ class SitemapRequestLoader:
         sitemap_filter: SitemapFilter | None = None,
         max_buffer_size: int = DEFAULT_QUEUE_SIZE,
         limits: Limits = DEFAULT_LIMITS,
+        every_link: bool = False,
         max_depth: int = DEFAULT_MAX_DEPTH,
         persist_dir: str | Path | None = None,
         state_name: str = DEFAULT_STATE_NAME,
@@ -414,6 +416,7 @@ class SitemapRequestLoader:
         self.max_buffer_size = max_buffer_size
         self._low_water = max_buffer_size // 2
         self.limits = limits
+        self.every_link = every_link
         self.max_depth = max_depth
         self.save_interval = save_interval
         self.log_interval = log_interval
@@ -746,7 +749,9 @@ class SitemapRequestLoader:
                 logger.debug("Sitemap %s redirects to %s, already read", url, final_url)
                 return
             self._processed[final_url] = None
-        reader = SitemapReader(fetched.body, final_url, is_robots=role == ROBOTS, limits=self.limits)
+        reader = SitemapReader(
+            fetched.body, final_url, is_robots=role == ROBOTS, limits=self.limits, every_link=self.every_link
+        )
         if reader.kind == INVALID:
             self._log_unusable(url, role, f"{reader.error} ({reader.detail})")
             return
@@ -905,11 +910,7 @@ class SitemapRequestLoader:
                 SCHEDULER_PATH,
                 scheduler_path,
             )
-        max_size = kwargs["limits"].max_size
-        download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
-        if download_maxsize:
-            max_size = min(max_size, download_maxsize)
-        kwargs.setdefault("fetch", ScrapySitemapFetcher(crawler, max_size))
+        kwargs.setdefault("fetch", ScrapySitemapFetcher(crawler, kwargs["limits"].max_size))
         loader = cls(sitemap_urls, **kwargs)
         default_in_flight = max(16, 2 * settings.getint("CONCURRENT_REQUESTS"))
         max_in_flight = max(1, settings.getint(MAX_IN_FLIGHT_SETTING, default_in_flight))

@@ -175,6 +175,7 @@ class SitemapSpider(Spider):
             deny=self._deny or None,
             page_filter=self._filter_pages,
             sitemap_filter=self._filter_sitemaps,
+            every_link=True,  # Scrapy's entry["alternate"]: every xhtml:link href
         )
 
     async def start(self) -> AsyncIterator[Any]:
@@ -197,6 +198,9 @@ class SitemapSpider(Spider):
             page = self._page_of(entry, sitemap_url)
             if page is None:
                 continue
+            if any(alternate.hreflang is None for alternate in page.alternates):
+                # the page item keeps its hreflang alternates only, as in the feeds
+                page = dataclasses.replace(page, alternates=[a for a in page.alternates if a.hreflang is not None])
             candidates = [page]
             if self.sitemap_alternate_links:
                 candidates += [dataclasses.replace(page, url=href) for href in entry.get("alternate") or ()]

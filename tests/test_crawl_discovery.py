@@ -93,8 +93,9 @@ def test_known_paths_are_probed_in_the_fixed_order_then_extra_paths(
 
     expected = ["/robots.txt"] + [f"/{path}" for path in KNOWN_PATHS] + ["/custom/map.xml", "/other.xml"]
     assert site.paths() == expected
-    # nothing was found: the tree is the website node alone, the feed is empty
-    assert result.tree == node(site.base + "/", "website")
+    # nothing was found: the tree is the website node and the robots.txt that names no
+    # sitemap (kept, with no children, so that an auditor sees it); the feed is empty
+    assert result.tree == node(site.base + "/", "website", node(site.url("/robots.txt"), "robots_txt"))
     assert result.pages == []
 
 
@@ -179,7 +180,9 @@ def test_failed_known_paths_are_left_out_of_the_tree(fixture_site: SiteFactory, 
     assert result.stats["sitemap_crawl/sitemaps"] == 2
 
 
-def test_failed_robots_txt_is_left_out_of_the_tree(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+def test_failed_robots_txt_is_left_out_and_one_without_sitemaps_stays(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
     failures: dict[str, RouteLike] = {
         "/404/robots.txt": Route("gone", status=404, content_type="text/plain"),
         "/500/robots.txt": Route("boom", status=500, content_type="text/plain"),
@@ -203,7 +206,12 @@ def test_failed_robots_txt_is_left_out_of_the_tree(fixture_site: SiteFactory, cr
     for prefix, running in runs.items():
         result = running.wait(60).assert_ok()
         home = f"{site.base}{prefix}/"
-        assert result.tree == node(home, "website", node(home + "sitemap.xml", "xml_urlset", pages=1)), prefix
+        known = node(home + "sitemap.xml", "xml_urlset", pages=1)
+        if prefix in ("/empty", "/url-less"):
+            # it answered as a robots.txt: it stays, with no children ("names no sitemap")
+            assert result.tree == node(home, "website", node(home + "robots.txt", "robots_txt"), known), prefix
+        else:
+            assert result.tree == node(home, "website", known), prefix
         assert result.urls() == [home + "page"]
         assert site.hits(f"{prefix}/robots.txt") == 1
 

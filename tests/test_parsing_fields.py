@@ -48,6 +48,9 @@ SITEMAP_URL = "https://www.example.org/maps/sitemap.xml"
         ("Tue, 10 Jun 2003 04:00:00 GMT", "2003-06-10T04:00:00+00:00"),
         ("Tue, 10 Jun 2003 04:00:00 +0200", "2003-06-10T04:00:00+02:00"),
         ("10 Jun 2003 04:00:00 -0500", "2003-06-10T04:00:00-05:00"),
+        # RFC 2822 "-0000": a UTC time whose local zone is unknown; the instant is UTC
+        ("Sat, 03 Feb 2024 18:45:09 -0000", "2024-02-03T18:45:09+00:00"),
+        ("3 Feb 2024 18:45 -0000", "2024-02-03T18:45:00+00:00"),
         # invalid: None
         ("2024-13-01", None),
         ("2024-02-30", None),

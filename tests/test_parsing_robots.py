@@ -44,6 +44,9 @@ def sitemaps(body: bytes, url: str = ROBOTS_URL) -> list[str]:
         b"Sitemap: /s.xml",
         b"Sitemap: s.xml",
         b"Sitemap: HTTPS://www.example.org/s.xml",
+        b"Site-map: https://www.example.org/s.xml",  # the hyphenated key Google's parser accepts too
+        b"site-map:https://www.example.org/s.xml",
+        b"SITE-MAP : https://www.example.org/s.xml",
     ],
 )
 def test_every_spelling_of_the_directive(line: bytes) -> None:
@@ -257,3 +260,27 @@ def test_pure_helper_matches_the_reader() -> None:
         "https://www.example.org/c.xml",
     ]
     assert sitemaps(text.encode()) == sitemap_urls_from_robots(text, ROBOTS_URL)
+
+
+def test_a_url_with_a_byte_that_is_not_utf8_is_skipped() -> None:
+    # 0xfe is no UTF-8 byte: no server has a URL with U+FFFD in it, so the line gives nothing
+    body = (
+        b"User-agent: *\n"
+        b"Sitemap: https://www.example.org/caf\xfe-menu.xml\n"
+        b"Sitemap: https://www.example.org/drinks.xml\n"
+    )
+    assert sitemaps(body) == ["https://www.example.org/drinks.xml"]
+
+
+def test_a_real_replacement_character_is_not_mistaken_for_a_bad_byte() -> None:
+    body = "Sitemap: https://www.example.org/\ufffd.xml\nSitemap: https://www.example.org/caf\u00e9.xml\n"
+    assert sitemaps(body.encode("utf-8")) == [
+        "https://www.example.org/\ufffd.xml",
+        "https://www.example.org/caf\u00e9.xml",
+    ]
+
+
+def test_utf16_robots_with_a_broken_code_unit_still_reads_the_good_lines() -> None:
+    good = "Sitemap: https://www.example.org/a.xml\n".encode("utf-16-le")
+    body = codecs.BOM_UTF16_LE + good + b"\x00\xd8" + "\nSitemap: https://www.example.org/b.xml\n".encode("utf-16-le")
+    assert sitemaps(body) == ["https://www.example.org/a.xml", "https://www.example.org/b.xml"]

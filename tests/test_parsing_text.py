@@ -168,3 +168,32 @@ def test_large_text_sitemap() -> None:
     urls = text_urls(body)
     assert len(urls) == 20_000
     assert urls[-1] == "https://www.example.org/p/19999"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "https://.shop.example/item",  # empty first label
+        "https://shop..example/item",  # empty label inside
+        "http:///item",  # no host at all
+        "https://shop example/item",
+    ],
+)
+def test_a_line_whose_host_cannot_exist_is_not_a_page(line: str) -> None:
+    body = f"https://shop.example/first\n{line}\nhttps://shop.example/last\n".encode()
+    assert text_urls(body) == ["https://shop.example/first", "https://shop.example/last"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://shop.example./item",  # a fully qualified name ends with a dot
+        "http://127.0.0.1:8080/item",
+        "http://[2001:db8::7]:8080/item",
+        "http://intranet_box:81/item",
+        "https://user:secret@shop.example:8443/item?q=1#top",
+        "https://m\u00fcnchen.example/stra\u00dfe",
+    ],
+)
+def test_hosts_that_can_exist_are_kept(url: str) -> None:
+    assert text_urls(f"{url}\n".encode()) == [url.replace(" ", "%20")]

@@ -541,3 +541,35 @@ def test_reader_streams_pages_with_the_sitemap_url() -> None:
     assert (first.url, first.sitemap_url) == ("https://www.example.org/a", SITEMAP_URL)
     assert [page.url for page in iterator] == ["https://www.example.org/b"]
     assert (reader.error, reader.entry_count) == (None, 2)
+
+
+def test_only_links_with_rel_alternate_and_an_hreflang_are_alternates() -> None:
+    body = urlset(
+        """<url>
+    <loc>https://www.example.org/menu</loc>
+    <xhtml:link rel="alternate" media="only screen and (max-width: 640px)" href="https://m.example.org/menu"/>
+    <xhtml:link hreflang="it" href="https://www.example.org/it/menu"/>
+    <xhtml:link rel="alternate" hreflang="  " href="https://www.example.org/blank/menu"/>
+    <xhtml:link rel=" Alternate " hreflang="es" href="https://www.example.org/es/menu"/>
+  </url>"""
+    )
+    (page,) = pages(body)
+    assert page.alternates == [Alternate(hreflang="es", href="https://www.example.org/es/menu")]
+
+
+def test_every_link_reader_keeps_every_link_with_an_href() -> None:
+    # the drop-in SitemapSpider's Scrapy-style "alternate" list: every xhtml:link href
+    body = urlset(
+        """<url>
+    <loc>https://www.example.org/menu</loc>
+    <xhtml:link rel="alternate" media="handheld" href="https://m.example.org/menu"/>
+    <xhtml:link rel="alternate" hreflang="es" href="https://www.example.org/es/menu"/>
+    <xhtml:link rel="alternate" hreflang="fr"/>
+  </url>"""
+    )
+    (page,) = list(SitemapReader(body, "https://www.example.org/sitemap.xml", every_link=True))
+    assert isinstance(page, SitemapPage)
+    assert page.alternates == [
+        Alternate(hreflang=None, href="https://m.example.org/menu"),
+        Alternate(hreflang="es", href="https://www.example.org/es/menu"),
+    ]

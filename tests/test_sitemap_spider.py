@@ -211,6 +211,32 @@ def test_docs_alternate_links_example(fixture_site: SiteFactory, tmp_path: Path,
     assert ours == theirs == sorted(expected)
 
 
+def test_alternate_links_follow_every_link_as_scrapy_does(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    # Scrapy's sitemap_alternate_links follows every xhtml:link href: a mobile link without
+    # hreflang too, though the page item's alternates (hreflang only) leave it out
+    links = (
+        '<xhtml:link rel="alternate" media="only screen and (max-width: 640px)" href="{base}/m/"/>'
+        '<xhtml:link rel="alternate" hreflang="nl" href="{base}/nl/"/>'
+    )
+    site = with_pages(fixture_site({"/sitemap.xml": urlset({"loc": "{base}/", "extra": links})}), "/", "/m/", "/nl/")
+    body = f"""
+    sitemap_urls = ["{site.url("/sitemap.xml")}"]
+    sitemap_alternate_links = True
+    sitemap_rules = [("", "parse_with_page")]
+
+    def parse_with_page(self, response):
+        page = response.meta.get("sitemap_page")
+        alternates = [[a.hreflang, a.href] for a in page.alternates] if page is not None else None
+        yield {{"cb": "parse", "url": response.url, "alternates": alternates}}
+    """
+    theirs = run_spider(tmp_path / "scrapy", spider_source("scrapy.spiders", body))
+    ours = run_spider(tmp_path / "ours", spider_source("sitemap_crawl", body))
+    expected = sorted(("parse", site.url(path)) for path in ("/", "/m/", "/nl/"))
+    assert visits(ours) == visits(theirs) == expected
+    alternates = {row["url"]: row["alternates"] for row in ours.pages}
+    assert alternates[site.url("/")] == [["nl", site.url("/nl/")]]
+
+
 def test_index_gzip_and_sitemap_filter_on_index_entries(fixture_site: SiteFactory, tmp_path: Path) -> None:
     site = with_pages(
         fixture_site(

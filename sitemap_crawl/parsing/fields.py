@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from urllib.parse import urljoin
@@ -55,9 +55,13 @@ def normalize_date(text: str | None) -> str | None:
         except ValueError:
             pass
     try:
-        return parsedate_to_datetime(value).isoformat()
+        parsed = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
+    if parsed.tzinfo is None and value.endswith("-0000"):
+        # RFC 2822: "-0000" is a UTC time whose local zone is unknown; the instant is UTC
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.isoformat()
 
 
 def _is_canonical_datetime(value: str) -> bool:

@@ -11,6 +11,7 @@ from sitemap_crawl.parsing import robots, text
 from sitemap_crawl.parsing.stream import Body, BodyFormat, StreamError, decoded_stream, leading_text
 from sitemap_crawl.parsing.xml import (
     DIALECTS,
+    EVERY_LINK_DIALECTS,
     Dialect,
     XmlProblem,
     _is_resource_limit,
@@ -64,10 +65,21 @@ class SitemapReader:
     After iteration ``error`` says why the body was not read to its end (or why
     it is invalid) and ``kind`` may have become ``invalid`` (a text body with no
     URL at all). ``detail`` has the parser's own words for the log.
+    With ``every_link``, a page's ``alternates`` hold every ``xhtml:link`` that has
+    an href, not only the hreflang alternates (Scrapy's meaning of ``alternate``).
     """
 
-    def __init__(self, body: Body, url: str, *, is_robots: bool = False, limits: Limits = DEFAULT_LIMITS):
+    def __init__(
+        self,
+        body: Body,
+        url: str,
+        *,
+        is_robots: bool = False,
+        limits: Limits = DEFAULT_LIMITS,
+        every_link: bool = False,
+    ):
         self.url = url
+        self.every_link = every_link
         self.limits = limits
         self.body = body
         self.error: str | None = None
@@ -102,8 +114,9 @@ class SitemapReader:
             root, problem, _ = find_root_name(self._chunks())
         except _LXML_VALUE_ERRORS as exc:
             root, problem = None, f"{type(exc).__name__}: {exc}"
-        if root is not None and root in DIALECTS:
-            self._dialect = DIALECTS[root]
+        dialects = EVERY_LINK_DIALECTS if self.every_link else DIALECTS
+        if root is not None and root in dialects:
+            self._dialect = dialects[root]
             return self._dialect.kind
         if root is not None:
             self.error, self.detail = NOT_A_SITEMAP, f"root element <{root}>"

@@ -7,11 +7,13 @@ import re
 from collections.abc import Iterable, Iterator
 from urllib.parse import urljoin, urlsplit
 
-_DIRECTIVE = re.compile(r"^[\s\ufeff]*(?:ï»¿)?[\s\ufeff]*sitemaps?\s*:(.*)$", re.IGNORECASE)
+_DIRECTIVE = re.compile(r"^[\s\ufeff]*(?:ï»¿)?[\s\ufeff]*site-?maps?\s*:(.*)$", re.IGNORECASE)
 _VALUE_JUNK = " \t\xa0\u200b\ufeffÂ"
 _HOST_LIKE = re.compile(r"^[\w-]+(?:\.[\w-]+)*\.([a-z]{2,})(?::\d+)?/", re.IGNORECASE)
 _FILE_EXTENSIONS = frozenset({"xml", "gz", "txt", "php", "html", "htm", "asp", "aspx", "jsp", "cgi", "rss"})
 _BARE_URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+"""A byte that is not UTF-8, kept by the ``surrogateescape`` decoding as a lone surrogate."""
 MAX_LINE_LENGTH = 64 * 1024
 """Longest robots.txt line read (in characters); a longer line is skipped."""
 _BOMS = (
@@ -52,14 +54,22 @@ def iter_robots_lines(chunks: Iterable[bytes], max_line_length: int = MAX_LINE_L
             head += chunk
             if len(head) < 4:
                 continue
-            decoder = codecs.getincrementaldecoder(robots_encoding(head))("replace")
+            decoder = _decoder(head)
             chunk, head = head, b""
         yield from splitter.feed(decoder.decode(chunk))
     if decoder is None:
-        decoder = codecs.getincrementaldecoder(robots_encoding(head))("replace")
+        decoder = _decoder(head)
         yield from splitter.feed(decoder.decode(head))
     yield from splitter.feed(decoder.decode(b"", final=True))
     yield from splitter.close()
+
+
+def _decoder(head: bytes) -> codecs.IncrementalDecoder:
+    """A decoder for the body that starts with ``head``. UTF-8 keeps an undecodable byte as a
+    lone surrogate (``surrogateescape``: every such byte is >= 0x80), so that a line with a
+    byte that is not text can be told from one with a real U+FFFD; UTF-16/32 replace."""
+    encoding = robots_encoding(head)
+    return codecs.getincrementaldecoder(encoding)("surrogateescape" if encoding == "utf-8" else "replace")
 
 
 class _LineSplitter:
@@ -115,12 +125,12 @@ def looks_like_html(text: str) -> bool:
 def sitemap_urls_from_robots(text: str, robots_url: str) -> list[str]:
     """Absolute sitemap URLs declared in a robots.txt, in file order, without duplicates.
 
-    Accepts ``Sitemap:``/``sitemap:``/``SITEMAP:``/``Sitemaps:``, spaces before or
+    Accepts ``Sitemap:``/``sitemap:``/``SITEMAP:``/``Sitemaps:``/``Site-map:``, spaces before or
     after the colon, BOMs and stray non-breaking spaces, CR, LF or CRLF line
     breaks, and trailing ``# comments``. Relative values are resolved against
     ``robots_url``; a value that starts with a host name (``www.example.org/x``)
     gets the scheme of robots.txt. An empty directive takes the bare URL lines
-    right after it.
+    right after it. A value with a byte that is not text (invalid UTF-8) is skipped.
     """
     return list(iter_sitemap_urls(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), robots_url))
 
@@ -144,8 +154,8 @@ def iter_sitemap_urls(lines: Iterable[str | None], robots_url: str) -> Iterator[
             if not (taking_bare_urls and _BARE_URL.match(value)):
                 taking_bare_urls = False
                 continue
-        if not value:
-            continue
+        if not value or _UNDECODABLE.search(value):
+            continue  # no sitemap URL, or one with a byte that is not text: no server has that URL
         url = _absolute(value.split()[0], robots_url)
         if url is not None and url not in seen:
             seen.add(url)

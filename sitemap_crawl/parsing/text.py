@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Iterator
 
 from sitemap_crawl.items import SitemapPage
@@ -11,6 +12,8 @@ from sitemap_crawl.parsing.fields import resolve_url
 MAX_LINE_LENGTH = 64 * 1024
 _UTF8_BOM = b"\xef\xbb\xbf"
 _SCHEMES = (b"http://", b"https://")
+_HOST_NAME = re.compile(r"(?:[\w-]+\.)*[\w-]+\.?")
+"""A host name: labels of letters, digits, ``-`` or ``_``, none empty (a final dot allowed)."""
 
 
 def iter_lines(chunks: Iterator[bytes], max_line_length: int = MAX_LINE_LENGTH) -> Iterator[bytes | None]:
@@ -76,6 +79,18 @@ def page_from_line(line: bytes, sitemap_url: str) -> SitemapPage | None:
     if not value[:8].lower().startswith(_SCHEMES) or b" " in value or b"\t" in value:
         return None
     url = resolve_url(value.decode("utf-8", "replace"), sitemap_url)
-    if url is None or not url.lower().startswith(("http://", "https://")):
+    if url is None or not url.lower().startswith(("http://", "https://")) or not has_valid_host(url):
         return None
     return SitemapPage(url=url, sitemap_url=sitemap_url)
+
+
+def has_valid_host(url: str) -> bool:
+    """Whether an absolute http(s) URL names a host that can exist: a host name whose labels
+    are not empty (``http://.example.org`` is no URL), or an IP literal in brackets."""
+    authority = url[url.index("//") + 2 :]
+    for end in "/?#":
+        authority = authority.partition(end)[0]
+    host = authority.rpartition("@")[2]
+    if host.startswith("["):
+        return host.find("]") > 1
+    return _HOST_NAME.fullmatch(host.rpartition(":")[0] if ":" in host else host) is not None

@@ -518,9 +518,14 @@ def extract_url(element: Element, sitemap_url: str) -> tuple[Any, ...] | None:
     return (RAW_PAGE, url, priority, lastmod, changefreq, news, images, videos, alternates)
 
 
-def finish_page(raw: tuple[Any, ...], sitemap_url: str) -> SitemapPage:
-    """The page of an :func:`extract_url` tuple: every field normalised."""
+def finish_page(raw: tuple[Any, ...], sitemap_url: str, every_link: bool = False) -> SitemapPage:
+    """The page of an :func:`extract_url` tuple: every field normalised.
+
+    ``alternates`` holds the hreflang alternates; with ``every_link``, every
+    ``xhtml:link`` that has an href (what Scrapy's SitemapSpider calls ``alternate``).
+    """
     _mark, url, priority, lastmod, changefreq, news, images, videos, alternates = raw
+    finish_alternate = _any_link if every_link else _finish_alternate
     return SitemapPage(
         url,
         sitemap_url,
@@ -530,7 +535,7 @@ def finish_page(raw: tuple[Any, ...], sitemap_url: str) -> SitemapPage:
         None if news is None else _finish_news(news),
         [image for texts in images if (image := _finish_image(texts, sitemap_url)) is not None] if images else [],
         [_finish_video(texts, sitemap_url) for texts in videos] if videos else [],
-        [alt for attrs in alternates if (alt := _finish_alternate(attrs, sitemap_url)) is not None]
+        [alt for attrs in alternates if (alt := finish_alternate(attrs, sitemap_url)) is not None]
         if alternates
         else [],
     )
@@ -540,6 +545,12 @@ def read_url(element: Element, sitemap_url: str) -> SitemapPage | None:
     """A urlset ``<url>`` as a page, or None when it has no usable location."""
     raw = extract_url(element, sitemap_url)
     return None if raw is None else finish_page(raw, sitemap_url)
+
+
+def read_url_every_link(element: Element, sitemap_url: str) -> SitemapPage | None:
+    """:func:`read_url`, its ``alternates`` holding every ``xhtml:link`` with an href."""
+    raw = extract_url(element, sitemap_url)
+    return None if raw is None else finish_page(raw, sitemap_url, every_link=True)
 
 
 def _bare_text(element: Element) -> str | None:
@@ -610,13 +621,24 @@ def _finish_news(texts: tuple[str | None, ...]) -> NewsStory:
 
 
 def _finish_alternate(attributes: tuple[str | None, ...], sitemap_url: str) -> Alternate | None:
+    """An hreflang alternate: an ``xhtml:link`` with ``rel="alternate"``, an hreflang and an href."""
     rel, hreflang, href = attributes
-    if rel is not None and rel != "alternate" and rel.strip().lower() != "alternate":
+    if rel is None or (rel != "alternate" and rel.strip().lower() != "alternate"):
         return None
+    language = clean_text(hreflang)
+    if language is None:
+        return None  # e.g. a mobile alternate (media="..."): not a language version
     url = resolve_url(href, sitemap_url)
     if url is None:
         return None
-    return Alternate(clean_text(hreflang), url)
+    return Alternate(language, url)
+
+
+def _any_link(attributes: tuple[str | None, ...], sitemap_url: str) -> Alternate | None:
+    """Any ``xhtml:link`` with an href, whatever its rel and hreflang (Scrapy's ``alternate``)."""
+    _rel, hreflang, href = attributes
+    url = resolve_url(href, sitemap_url)
+    return None if url is None else Alternate(clean_text(hreflang), url)
 
 
 def read_sitemap_entry(element: Element, sitemap_url: str) -> SitemapRef | None:
@@ -697,3 +719,9 @@ DIALECTS: dict[str, Dialect] = {
     "feed": Dialect("atom", "{*}entry", read_atom_entry),
 }
 """Root element local name → dialect."""
+
+EVERY_LINK_DIALECTS: dict[str, Dialect] = {
+    **DIALECTS,
+    "urlset": Dialect("xml_urlset", "{*}url", read_url_every_link),
+}
+"""The dialects for a reader whose pages keep every ``xhtml:link`` (the drop-in SitemapSpider)."""

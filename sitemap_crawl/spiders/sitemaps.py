@@ -164,10 +164,7 @@ class SitemapsSpider(Spider):
             workers=config.parse_workers,
             worker_min_size=config.parse_worker_min_size,
         )
-        download_maxsize = self.crawler.settings.getint("DOWNLOAD_MAXSIZE")
-        self.sitemap_download_maxsize = (
-            min(self.limits.max_size, download_maxsize) if download_maxsize else self.limits.max_size
-        )
+        self.sitemap_download_maxsize = self.limits.max_size  # SITEMAP_CRAWL_MAX_SIZE or DOWNLOAD_MAXSIZE
 
     @property
     def website_url(self) -> str:
@@ -384,6 +381,10 @@ class SitemapsSpider(Spider):
                     self._visit_child(child)
         if batch:
             yield PageBatch(visit.url, visit.path, batch)
+        if reader.kind == ROBOTS_TXT and not announced:
+            # a robots.txt that names no sitemap stays in the tree, with no children
+            logger.info("robots.txt %s declares no sitemap", visit.url)
+            announced = True
         if optional and (reader.kind == INVALID or not announced):
             logger.debug("%s declares no URL; left out", visit.url)
             return
