@@ -48,7 +48,9 @@ TOOLS_DIR = BENCH / "tools"
 VENV_PY = REPO / ".venv" / "bin" / "python"
 USP_VENV = WORK / "venv-usp"
 USP_REQUIREMENT = "ultimate-sitemap-parser==1.8.1"
-ALL_TOOLS = ("ours", "usp", "scrapy_sitemapspider", "floor")
+ALL_TOOLS = ("ours", "baseline", "usp", "scrapy_sitemapspider", "floor")
+BASELINE: list[Path] = []
+"""A checkout of another commit of this repository (--baseline), run as the tool "baseline"."""
 DEFAULT_PORT = 8931
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PROXY_VARS = (
@@ -390,7 +392,11 @@ class Context:
 
 
 def tool_command(tool: str, ctx: Context, out: Path) -> tuple[list[str], Path]:
-    if tool == "ours":
+    if tool in ("ours", "baseline"):
+        if tool == "baseline" and not BASELINE:
+            raise SystemExit("the tool baseline needs --baseline DIR (a checkout of another commit)")
+        # "python -m" puts the working directory first on sys.path: the baseline's package is
+        # the one imported (and its parse workers follow it), with this venv's dependencies
         return [
             str(VENV_PY),
             "-m",
@@ -403,7 +409,7 @@ def tool_command(tool: str, ctx: Context, out: Path) -> tuple[list[str], Path]:
             str(out),
             "-s",
             "LOG_LEVEL=INFO",
-        ], REPO
+        ], BASELINE[0] if tool == "baseline" else REPO
     if tool == "usp":
         assert ctx.usp_python is not None
         return [
@@ -438,7 +444,7 @@ def tool_command(tool: str, ctx: Context, out: Path) -> tuple[list[str], Path]:
 
 
 def output_name(tool: str) -> str:
-    return "pages.jsonl" if tool in ("ours", "scrapy_sitemapspider") else "pages.txt"
+    return "pages.jsonl" if tool in ("ours", "baseline", "scrapy_sitemapspider") else "pages.txt"
 
 
 # --------------------------------------------------------------------------- reporting
@@ -593,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="rounds; each round runs every tool once")
     ap.add_argument(
         "--tools",
-        default=",".join(ALL_TOOLS),
+        default=",".join(t for t in ALL_TOOLS if t != "baseline"),
         help=f"comma-separated subset of {ALL_TOOLS}",
     )
     ap.add_argument(
@@ -615,7 +621,14 @@ def main(argv: list[str] | None = None) -> int:
         help="before each run wait up to this many seconds for other CPU load to drop (0: don't)",
     )
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per tool run")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="a checkout of another commit (git worktree add DIR COMMIT), run as the tool 'baseline'",
+    )
     a = ap.parse_args(argv)
+    if a.baseline is not None:
+        BASELINE.append(a.baseline.resolve())
 
     tools = [t.strip() for t in a.tools.split(",") if t.strip()]
     for t in tools:

@@ -555,7 +555,7 @@ def test_restored_pages_keep_their_item_and_come_out_marked(tmp_path: Path) -> N
 
     async def second_run() -> None:
         loader = SitemapRequestLoader([f"{BASE}/s.xml"], fetch=web, persist_dir=tmp_path, max_buffer_size=10)
-        entry = await loader._next_entry()
+        entry = await loader.next_queued()
         assert entry is not None and entry.restored
         assert entry.page.last_modified == "2024-02-03" and entry.page.priority == 0.7
         assert entry.page.sitemap_url == f"{BASE}/s.xml"

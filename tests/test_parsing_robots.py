@@ -284,3 +284,15 @@ def test_utf16_robots_with_a_broken_code_unit_still_reads_the_good_lines() -> No
     good = "Sitemap: https://www.example.org/a.xml\n".encode("utf-16-le")
     body = codecs.BOM_UTF16_LE + good + b"\x00\xd8" + "\nSitemap: https://www.example.org/b.xml\n".encode("utf-16-le")
     assert sitemaps(body) == ["https://www.example.org/a.xml", "https://www.example.org/b.xml"]
+
+
+def test_a_binary_robots_txt_is_not_a_robots_txt() -> None:
+    # bytes that are not text (a misconfigured server): not a robots.txt that names no sitemap
+    body = bytes((i * 97 + 13) % 256 for i in range(4096))
+    result = parse_sitemap(body, ROBOTS_URL, is_robots=True)
+    assert (result.kind, result.error, result.sub_sitemaps) == ("invalid", "not a sitemap", [])
+
+
+def test_a_robots_txt_with_a_few_odd_bytes_is_still_text() -> None:
+    body = b"# caf\xe9 \xe0 la carte\nUser-agent: *\nDisallow: /tmp\nSitemap: https://www.example.org/s.xml\n"
+    assert sitemaps(body) == ["https://www.example.org/s.xml"]

@@ -224,8 +224,12 @@ class SitemapReader:
         # more memory than its body; lines over max_line_length are skipped.
         if self._format is BodyFormat.EMPTY:
             return
-        if robots.looks_like_html(robots.decode_robots(self._head)):
+        head = robots.decode_robots(self._head)
+        if robots.looks_like_html(head):
             self.kind, self.error, self.detail = INVALID, NOT_A_SITEMAP, "robots.txt is an HTML page"
+            return
+        if robots.looks_like_binary(head):
+            self.kind, self.error, self.detail = INVALID, NOT_A_SITEMAP, "robots.txt is not text"
             return
         try:
             lines = robots.iter_robots_lines(self._chunks(), self.limits.max_line_length)

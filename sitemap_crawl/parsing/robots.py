@@ -122,6 +122,22 @@ def looks_like_html(text: str) -> bool:
     return text.lstrip("\ufeff \t\r\n").startswith("<")
 
 
+_BINARY_SAMPLE = 1024
+"""Characters of a robots.txt looked at to tell text from binary data."""
+_BINARY_SHARE = 0.1
+_TEXT_CONTROLS = frozenset("\t\n\r\f\v")
+
+
+def looks_like_binary(text: str) -> bool:
+    """True when the start of a decoded robots.txt is not text: more than a tenth of its
+    characters are bytes that did not decode (U+FFFD) or control characters (NUL...)."""
+    sample = text[:_BINARY_SAMPLE]
+    if not sample:
+        return False
+    odd = sum(1 for char in sample if char == "\ufffd" or (char < " " and char not in _TEXT_CONTROLS))
+    return odd > _BINARY_SHARE * len(sample)
+
+
 def sitemap_urls_from_robots(text: str, robots_url: str) -> list[str]:
     """Absolute sitemap URLs declared in a robots.txt, in file order, without duplicates.
 

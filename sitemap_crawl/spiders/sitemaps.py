@@ -12,9 +12,7 @@ tree pipeline.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
@@ -35,6 +33,7 @@ from sitemap_crawl.arguments import (
     parse_sitemap_urls,
 )
 from sitemap_crawl.config import SettingsReader
+from sitemap_crawl.discovery import ROBOTS, FollowRules, SiteDiscovery, Visit
 from sitemap_crawl.failures import failure_reason
 from sitemap_crawl.gctuning import GcTuning
 from sitemap_crawl.items import PageBatch, SitemapNodeItem, SitemapPage, SitemapRef
@@ -50,24 +49,7 @@ logger = logging.getLogger(__name__)
 META_KEY = "sitemap_crawl"
 """Request meta key holding the :class:`Visit` of a sitemap request."""
 
-WEBSITE = "website"
-
 install_traceback_filter()
-
-
-@dataclass(frozen=True, slots=True)
-class Visit:
-    """One place of a sitemap in the tree, carried in request meta."""
-
-    url: str
-    path: tuple[int, ...]
-    depth: int
-    ancestors: frozenset[str]
-    role: str  # "robots", "known", "start" or "child"
-
-    @property
-    def under_robots(self) -> bool:
-        return self.path[:1] == (0,) and self.role != "start"
 
 
 class SitemapsSpider(Spider):
@@ -139,13 +121,6 @@ class SitemapsSpider(Spider):
         except SpiderArgumentError as exc:
             logger.error("Bad argument for the %s spider: %s", self.name, exc)
             raise
-        self._known_paths_sent = False
-        # sitemaps requested that may still declare sub-sitemaps (by tree path): while any is
-        # left, the set of sitemaps under robots.txt is not final and known paths must wait
-        self._unsettled: set[tuple[int, ...]] = set()
-        self._seen_under_robots: set[str] = set()
-        self._in_flight = 0
-        self._waiting: deque[Visit] = deque()
         if not self.start_sitemap_urls and not (self.use_robots or self.use_known_paths or self.extra_known_paths):
             logger.warning("use_robots and use_known_paths are both false: nothing will be fetched")
         self._gc_tuning = GcTuning()
@@ -165,6 +140,22 @@ class SitemapsSpider(Spider):
             worker_min_size=config.parse_worker_min_size,
         )
         self.sitemap_download_maxsize = self.limits.max_size  # SITEMAP_CRAWL_MAX_SIZE or DOWNLOAD_MAXSIZE
+        self.discovery = SiteDiscovery(
+            self.website_url,
+            send=self._send,
+            report=self._report_node,
+            rules=FollowRules(
+                follow=None if self.follow_pattern is None else [self.follow_pattern],
+                deny=None if self.deny_pattern is None else [self.deny_pattern],
+                max_depth=self.max_depth,
+            ),
+            concurrency=self.concurrent_sitemaps,
+            # sitemap_urls replace the discovery from the homepage (which names the website node)
+            homepage=None if self.start_sitemap_urls else self.homepage,
+            start_urls=self.start_sitemap_urls,
+            use_robots=self.use_robots,
+            known_paths=self.known_paths,
+        )
 
     @property
     def website_url(self) -> str:
@@ -174,22 +165,9 @@ class SitemapsSpider(Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         self._setup()
-        self.crawler.signals.send_catch_log(
-            sitemap_node, node=SitemapNodeItem(path=(), url=self.website_url, kind=WEBSITE, finished=True)
-        )
-        if self.start_sitemap_urls:
-            for index, url in enumerate(self.start_sitemap_urls):
-                role = "robots" if url.rstrip("/").endswith("/robots.txt") else "start"
-                self._submit(Visit(url, (index,), 0, frozenset(), role))
-            self._known_paths_sent = True
-            return
-        assert self.homepage is not None
-        if self.use_robots:
-            self._submit(Visit(urljoin(self.homepage, "robots.txt"), (0,), 0, frozenset(), "robots"))
-        if not self.known_paths:
-            self._known_paths_sent = True
+        self.discovery.start()
         return
-        yield  # start() stays an async generator; sitemap requests are sent by _submit, in order
+        yield  # start() stays an async generator; sitemap requests are sent by the discovery, in order
 
     async def _close_readers(self) -> None:
         readers = getattr(self, "_readers", None)
@@ -199,61 +177,22 @@ class SitemapsSpider(Spider):
     def _on_idle(self) -> None:
         """When robots.txt and its sitemaps are done, probe the well-known paths (if that
         was not done already, as soon as every sitemap under robots.txt was known)."""
-        if self._send_known_paths():
+        if self.discovery.idle():
             raise DontCloseSpider
 
-    def _settle(self, visit: Visit) -> None:
-        """``visit`` will declare no more sub-sitemaps (it failed, is not an index, or was read)."""
-        self._unsettled.discard(visit.path)
-        if not self._unsettled and not self._waiting and not self._known_paths_sent:
-            # Every sitemap under robots.txt has been requested and none can declare more:
-            # the known paths can be probed now, while the last sitemaps are still parsed.
-            self._send_known_paths()
-
-    def _send_known_paths(self) -> bool:
-        """Queue the well-known paths not seen under robots.txt, once; whether any was queued."""
-        if self._known_paths_sent:
-            return False
-        self._known_paths_sent = True
-        assert self.homepage is not None
-        sent = 0
-        for index, path in enumerate(self.known_paths, start=1):
-            url = urljoin(self.homepage, path.lstrip("/"))
-            if url in self._seen_under_robots:
-                logger.debug("Known path %s already seen under robots.txt; skipped", url)
-                continue
-            self._submit(Visit(url, (index,), 0, frozenset(), "known"))
-            sent += 1
-        logger.info("Probing %d well-known sitemap paths of %s", sent, self.homepage)
-        return sent > 0
-
-    def _submit(self, visit: Visit) -> None:
-        """Queue a sitemap; it is requested once fewer than SITEMAP_CRAWL_CONCURRENT_SITEMAPS are in flight.
-
-        Waiting sitemaps are kept as small Visits, not Requests, and leave in the
-        order they were declared: a site whose index lists thousands of large
-        sitemaps never holds more than a few bodies in memory.
-        """
-        if visit.under_robots:
-            self._seen_under_robots.add(visit.url)
-        self._waiting.append(visit)
-        self._pump()
-
-    def _pump(self) -> None:
+    def _send(self, visit: Visit) -> None:
         engine = self.crawler.engine
         assert engine is not None
-        while self._waiting and self._in_flight < self.concurrent_sitemaps:
-            self._in_flight += 1
-            visit = self._waiting.popleft()
-            if not self._known_paths_sent:
-                self._unsettled.add(visit.path)
-            engine.crawl(self._request(visit))
+        engine.crawl(self._request(visit))
 
-    def _sitemap_done(self) -> None:
+    def _report_node(self, node: SitemapNodeItem) -> None:
+        """Tell the tree about a node (the sitemap_node signal)."""
+        self.crawler.signals.send_catch_log(sitemap_node, node=node)
+
+    def _sitemap_done(self, visit: Visit) -> None:
         """A sitemap in flight is done (parsed or failed): send the next waiting one."""
         trim()
-        self._in_flight -= 1
-        self._pump()
+        self.discovery.done(visit)
 
     def _request(self, visit: Visit) -> Request:
         return Request(
@@ -271,33 +210,15 @@ class SitemapsSpider(Spider):
             },
         )
 
-    def _report(
-        self, visit: Visit, kind: str, error: str | None = None, page_count: int = 0, finished: bool = True
-    ) -> None:
-        """Tell the tree pipeline about a node (the sitemap_node signal)."""
-        node = SitemapNodeItem(
-            path=visit.path, url=visit.url, kind=kind, error=error, page_count=page_count, finished=finished
-        )
-        self.crawler.signals.send_catch_log(sitemap_node, node=node)
-
     def sitemap_failed(self, failure: Failure) -> None:
         """Errback: the sitemap could not be downloaded; record why."""
-        self._sitemap_done()
         request = getattr(failure, "request", None)
         visit: Visit | None = request.meta.get(META_KEY) if request is not None else None
         if visit is None:
             logger.error("Sitemap request failed without its meta: %s", failure)
             return
-        self._settle(visit)
-        reason = failure_reason(failure)
-        if visit.role == "known":
-            logger.debug("Known path %s not found: %s", visit.url, reason)
-            return
-        if visit.role == "robots":
-            logger.info("robots.txt %s unavailable (%s); left out of the tree", visit.url, reason)
-            return
-        logger.warning("Sitemap %s failed: %s", visit.url, reason)
-        self._report(visit, INVALID, reason)
+        self._sitemap_done(visit)
+        self.discovery.failed(visit, failure_reason(failure))
 
     async def parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
         """Callback for every sitemap and robots.txt response."""
@@ -305,24 +226,16 @@ class SitemapsSpider(Spider):
             async for output in self._parse_sitemap(response):
                 yield output
         finally:
-            self._settle(response.meta[META_KEY])
-            self._sitemap_done()
+            visit = response.meta[META_KEY]
+            self.discovery.settle(visit)
+            self._sitemap_done(visit)
 
     async def _parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
         visit: Visit = response.meta[META_KEY]
         final_url = response.url
-        if final_url != visit.url:
-            logger.debug("Sitemap %s redirected to %s", visit.url, final_url)
-            if visit.role == "known" and final_url in self._seen_under_robots:
-                logger.debug("Known path %s leads to %s, already seen under robots.txt", visit.url, final_url)
-                return
-            if final_url in visit.ancestors:
-                logger.warning("Sitemap %s redirects to its ancestor %s: loop", visit.url, final_url)
-                self._report(visit, INVALID, "loop")
-                return
-            if visit.under_robots:
-                self._seen_under_robots.add(final_url)
-        is_robots = visit.role == "robots"
+        if final_url != visit.url and not self.discovery.redirected(visit, final_url):
+            return
+        is_robots = visit.role == ROBOTS
         body = response.body
         broken_off = "dataloss" in response.flags
         if broken_off:
@@ -333,16 +246,16 @@ class SitemapsSpider(Spider):
         else:
             opened = await self._readers.open(body, final_url, is_robots)
         del body
-        optional = visit.role in ("known", "robots")
+        optional = visit.optional
         async with opened as reader:
             if reader.kind not in (ROBOTS_TXT, XML_INDEX):
-                self._settle(visit)  # pages only: the known paths need not wait for its end
+                self.discovery.settle(visit)  # pages only: the known paths need not wait for its end
             if reader.kind == INVALID:
                 if optional:
                     logger.debug("%s is not a sitemap (%s); left out", visit.url, reader.detail)
                     return
                 logger.warning("Sitemap %s is invalid: %s (%s)", visit.url, reader.error, reader.detail)
-                self._report(visit, INVALID, reader.error)
+                self.discovery.report(visit, INVALID, reader.error)
                 return
             async for output in self._read_entries(visit, reader, final_url, optional, broken_off):
                 yield output
@@ -359,7 +272,7 @@ class SitemapsSpider(Spider):
         async for entries in reader.chunks():
             if not announced:
                 announced = True
-                self._report(visit, reader.kind, finished=False)
+                self.discovery.report(visit, reader.kind, finished=False)
             for entry in entries:
                 if type(entry) is SitemapPage:
                     if redirected:
@@ -374,11 +287,11 @@ class SitemapsSpider(Spider):
                         yield entry
                 else:
                     assert isinstance(entry, SitemapRef)
-                    if not self._should_follow(entry.url, reader.kind):
+                    if not self.discovery.follows(entry.url, reader.kind):
+                        self.crawler.stats.inc_value("sitemap_crawl/not_followed")
                         continue
-                    child = Visit(entry.url, (*visit.path, child_index), visit.depth + 1, lineage, "child")
+                    self.discovery.declare(visit, entry.url, child_index, lineage)
                     child_index += 1
-                    self._visit_child(child)
         if batch:
             yield PageBatch(visit.url, visit.path, batch)
         if reader.kind == ROBOTS_TXT and not announced:
@@ -391,27 +304,4 @@ class SitemapsSpider(Spider):
         if reader.error:
             logger.warning("Sitemap %s: %s (%s)", visit.url, reader.error, reader.detail)
         error = reader.error or ("truncated" if broken_off else None)
-        self._report(visit, reader.kind, error, page_count)
-
-    def _should_follow(self, url: str, parent_kind: str) -> bool:
-        if parent_kind == ROBOTS_TXT:
-            return True
-        if self.follow_pattern is not None and not self.follow_pattern.search(url):
-            logger.debug("Sub-sitemap %s does not match follow; not fetched", url)
-            self.crawler.stats.inc_value("sitemap_crawl/not_followed")
-            return False
-        if self.deny_pattern is not None and self.deny_pattern.search(url):
-            logger.debug("Sub-sitemap %s matches deny; not fetched", url)
-            self.crawler.stats.inc_value("sitemap_crawl/not_followed")
-            return False
-        return True
-
-    def _visit_child(self, child: Visit) -> None:
-        if child.url in child.ancestors:
-            logger.warning("Sitemap %s is its own ancestor: loop", child.url)
-            self._report(child, INVALID, "loop")
-        elif child.depth > self.max_depth:
-            logger.warning("Sitemap %s is nested deeper than %d levels: depth limit", child.url, self.max_depth)
-            self._report(child, INVALID, "depth limit")
-        else:
-            self._submit(child)
+        self.discovery.report(visit, reader.kind, error, page_count)

@@ -1,0 +1,288 @@
+"""The discovery of one site, Scrapy-free: which sitemaps wait, are in flight or settled, and
+what the tree is told about each.
+
+The ``sitemaps`` spider and the :class:`~sitemap_crawl.loader.SitemapRequestLoader`
+both drive it (they fetch and read; this decides). The state is small and keyed by
+nothing global, so one process can hold the discovery of many sites at once.
+
+Order (docs/arguments.md, "Discovery order"): the start URLs, or robots.txt and every
+sitemap under it; then the well-known paths, as soon as no sitemap left can declare
+more (or when the driver would otherwise go idle), skipping URLs already seen under
+robots.txt, also after redirects. At most ``concurrency`` sitemaps are in flight; the
+others wait, in the order they were declared, as small :class:`Visit` objects.
+
+Two ways to count a sitemap: as a place in the tree (the spider: a sitemap declared by
+two indexes is read twice, a loop is an invalid node), or once per crawl
+(``once_per_crawl``, the loader: a sitemap URL, or the URL a redirect led to, is read
+once whoever declares it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from sitemap_crawl.discovery.rules import (
+    CHILD,
+    KNOWN,
+    LOOP,
+    REFUSAL_WORDS,
+    ROBOTS,
+    START,
+    FollowRules,
+    is_optional,
+    is_robots_txt,
+    known_path_urls,
+    robots_txt_url,
+)
+from sitemap_crawl.items import SitemapNodeItem
+from sitemap_crawl.parsing.reader import INVALID, ROBOTS_TXT
+
+logger = logging.getLogger(__name__)
+
+WEBSITE_KIND = "website"
+
+
+@dataclass(frozen=True, slots=True)
+class Visit:
+    """One place of a sitemap in the tree.
+
+    ``path`` is the node's place: the indexes of its ancestors' children lists from the
+    website node (robots.txt is ``(0,)``, known path i is ``(i,)`` from 1, start URL i
+    is ``(i,)`` from 0); ``depth`` its nesting level (robots.txt, a known path or a start
+    URL is 0); ``ancestors`` the URLs above it (declared and after redirects).
+    """
+
+    url: str
+    path: tuple[int, ...]
+    depth: int
+    ancestors: frozenset[str]
+    role: str  # ROBOTS, KNOWN, START or CHILD
+
+    @property
+    def under_robots(self) -> bool:
+        return self.path[:1] == (0,) and self.role != START
+
+    @property
+    def optional(self) -> bool:
+        """Left out of the tree when it fails or lists nothing (robots.txt, a known path)."""
+        return is_optional(self.role)
+
+
+Send = Callable[[Visit], None]
+"""Starts fetching a sitemap (the driver's side)."""
+Report = Callable[[SitemapNodeItem], None]
+"""Tells the tree about a node."""
+
+
+def _no_report(node: SitemapNodeItem) -> None:
+    return None
+
+
+class SiteDiscovery:
+    """The sitemaps of one site: what to fetch next, and what each result means.
+
+    ``send`` is called for each sitemap to fetch, at most ``concurrency`` in flight;
+    the driver calls :meth:`settle` as soon as a sitemap can declare no more
+    sub-sitemaps and :meth:`done` when it has been read or has failed.
+    """
+
+    def __init__(
+        self,
+        website_url: str,
+        *,
+        send: Send,
+        rules: FollowRules,
+        concurrency: int = 1,
+        report: Report = _no_report,
+        homepage: str | None = None,
+        start_urls: Sequence[str] = (),
+        use_robots: bool = True,
+        known_paths: Sequence[str] = (),
+        once_per_crawl: bool = False,
+    ) -> None:
+        self.website_url = website_url
+        self.homepage = homepage
+        self.start_urls = list(start_urls)
+        self.use_robots = use_robots
+        self.known_urls: list[str] = known_path_urls(homepage, known_paths) if homepage else []
+        self._known_set = frozenset(self.known_urls)
+        self.rules = rules
+        self.concurrency = max(1, concurrency)
+        self.once_per_crawl = once_per_crawl
+        self._send = send
+        self._report = report
+        self._known_paths_sent = not self.known_urls
+        # sitemaps requested that may still declare sub-sitemaps: while any is left, the set
+        # of sitemaps under robots.txt is not final and known paths must wait
+        self._unsettled: set[Visit] = set()
+        self._seen_under_robots: set[str] = set()
+        self._in_flight: list[Visit] = []
+        self._waiting: deque[Visit] = deque()
+        # once per crawl: the sitemap URLs read (or being read), and those waiting
+        self.read_urls: dict[str, None] = {}
+        self._waiting_urls: set[str] = set()
+
+    # -- what the driver asks ----------------------------------------------------------
+
+    @property
+    def waiting_urls(self) -> list[str]:
+        """The sitemaps not yet sent, in the order they will be."""
+        return [visit.url for visit in self._waiting]
+
+    @property
+    def in_flight(self) -> list[Visit]:
+        return list(self._in_flight)
+
+    def role_of(self, url: str) -> str:
+        """The role of a sitemap known by its URL alone (the loader's restored sitemaps)."""
+        if is_robots_txt(url):
+            return ROBOTS
+        if url in self._known_set:
+            return KNOWN
+        return CHILD
+
+    # -- the driver's calls ------------------------------------------------------------
+
+    def start(self) -> None:
+        """Report the website node and queue the first sitemaps: the start URLs, and with a
+        homepage its robots.txt (the known paths follow)."""
+        self._report(SitemapNodeItem(path=(), url=self.website_url, kind=WEBSITE_KIND, finished=True))
+        for index, url in enumerate(self.start_urls):
+            role = ROBOTS if url.rstrip("/").endswith("/robots.txt") else START
+            self._submit(Visit(url, (index,), 0, frozenset(), role))
+        if self.homepage is not None and self.use_robots:
+            self._submit(Visit(robots_txt_url(self.homepage), (0,), 0, frozenset(), ROBOTS))
+
+    def resume(self, waiting: Iterable[str], read: Iterable[str]) -> None:
+        """Start again from a saved state (once per crawl): ``read`` were read, ``waiting``
+        wait in this order (their nesting levels count from 0 again); the known paths
+        not read yet follow."""
+        self.read_urls = dict.fromkeys(read)
+        for url in waiting:
+            self._submit(Visit(url, (0,), 0, frozenset(), self.role_of(url)))
+
+    def idle(self) -> bool:
+        """The driver has nothing left to do: probe the well-known paths if that was not
+        done yet; whether any was queued."""
+        return self._send_known_paths()
+
+    def settle(self, visit: Visit) -> None:
+        """``visit`` will declare no more sub-sitemaps (it failed, is not an index, or was read)."""
+        self._unsettled.discard(visit)
+        if not self._unsettled and not self._waiting and not self._known_paths_sent:
+            # Every sitemap under robots.txt has been requested and none can declare more:
+            # the known paths can be probed now, while the last sitemaps are still parsed.
+            self._send_known_paths()
+
+    def done(self, visit: Visit) -> None:
+        """``visit`` is done (read or failed): send the next waiting sitemap."""
+        self._in_flight.remove(visit)
+        self._pump()
+
+    def failed(self, visit: Visit, reason: str) -> None:
+        """``visit`` could not be fetched or read: an invalid node, unless it is optional."""
+        self.settle(visit)
+        if visit.role == KNOWN:
+            logger.debug("Known path %s is not a sitemap: %s", visit.url, reason)
+        elif visit.role == ROBOTS:
+            logger.info("robots.txt %s unavailable (%s); left out of the tree", visit.url, reason)
+        else:
+            logger.warning("Sitemap %s unusable: %s", visit.url, reason)
+            self.report(visit, INVALID, reason)
+
+    def redirected(self, visit: Visit, final_url: str) -> bool:
+        """``visit`` answered from ``final_url``; whether to read it. Left out: a known path
+        that leads to a sitemap seen under robots.txt, a URL already read (once per crawl);
+        a loop: a sitemap that leads to its ancestor."""
+        logger.debug("Sitemap %s redirected to %s", visit.url, final_url)
+        if visit.role == KNOWN and final_url in self._seen_under_robots:
+            logger.debug("Known path %s leads to %s, already seen under robots.txt", visit.url, final_url)
+            return False
+        if self.once_per_crawl:
+            if final_url in self.read_urls:
+                logger.debug("Sitemap %s redirects to %s, already read", visit.url, final_url)
+                return False
+            self.read_urls[final_url] = None
+        if final_url in visit.ancestors:
+            logger.warning("Sitemap %s redirects to its ancestor %s: loop", visit.url, final_url)
+            self.report(visit, INVALID, LOOP)
+            return False
+        if visit.under_robots:
+            self._seen_under_robots.add(final_url)
+        return True
+
+    def follows(self, url: str, parent_kind: str) -> bool:
+        """Whether a sub-sitemap ``url`` declared by a sitemap of ``parent_kind`` is fetched."""
+        if parent_kind == ROBOTS_TXT:
+            return True
+        refusal = self.rules.refusal(url)
+        if refusal is None:
+            return True
+        logger.debug("Sub-sitemap %s %s; not fetched", url, REFUSAL_WORDS[refusal])
+        return False
+
+    def declare(self, parent: Visit, url: str, index: int, lineage: frozenset[str]) -> None:
+        """``parent`` declares the sub-sitemap ``url`` as its ``index``-th followed child:
+        queued, or an invalid node (loop, depth limit)."""
+        role = self.role_of(url) if self.once_per_crawl else CHILD
+        child = Visit(url, (*parent.path, index), parent.depth + 1, lineage, role)
+        problem = self.rules.child_problem(child.url, child.depth, child.ancestors)
+        if problem is None:
+            self._submit(child)
+            return
+        if problem == LOOP:
+            logger.warning("Sitemap %s is its own ancestor: loop", child.url)
+        else:
+            logger.warning("Sitemap %s is nested deeper than %d levels: depth limit", child.url, self.rules.max_depth)
+        self.report(child, INVALID, problem)
+
+    def report(
+        self, visit: Visit, kind: str, error: str | None = None, page_count: int = 0, finished: bool = True
+    ) -> None:
+        """Tell the tree about the node of ``visit``."""
+        self._report(
+            SitemapNodeItem(
+                path=visit.path, url=visit.url, kind=kind, error=error, page_count=page_count, finished=finished
+            )
+        )
+
+    # -- inside ------------------------------------------------------------------------
+
+    def _send_known_paths(self) -> bool:
+        """Queue the well-known paths not seen under robots.txt, once; whether any was queued."""
+        if self._known_paths_sent:
+            return False
+        self._known_paths_sent = True
+        sent = 0
+        for index, url in enumerate(self.known_urls, start=1):
+            if url in self._seen_under_robots:
+                logger.debug("Known path %s already seen under robots.txt; skipped", url)
+                continue
+            sent += self._submit(Visit(url, (index,), 0, frozenset(), KNOWN))
+        logger.info("Probing %d well-known sitemap paths of %s", sent, self.homepage)
+        return sent > 0
+
+    def _submit(self, visit: Visit) -> bool:
+        if self.once_per_crawl:
+            if visit.url in self.read_urls or visit.url in self._waiting_urls:
+                return False
+            self._waiting_urls.add(visit.url)
+        if visit.under_robots:
+            self._seen_under_robots.add(visit.url)
+        self._waiting.append(visit)
+        self._pump()
+        return True
+
+    def _pump(self) -> None:
+        while self._waiting and len(self._in_flight) < self.concurrency:
+            visit = self._waiting.popleft()
+            if self.once_per_crawl:
+                self._waiting_urls.discard(visit.url)
+                self.read_urls[visit.url] = None
+            self._in_flight.append(visit)
+            if not self._known_paths_sent:
+                self._unsettled.add(visit)
+            self._send(visit)

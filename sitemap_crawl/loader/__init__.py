@@ -1,0 +1,70 @@
+"""The resumable SitemapRequestLoader, by job:
+
+* :mod:`~sitemap_crawl.loader.state`: the state model (the contract's fields) and its JSON form;
+* :mod:`~sitemap_crawl.loader.store`: persistence (snapshot, journal, the one atomic write);
+* :mod:`~sitemap_crawl.loader.fetching`: what a fetch function is;
+* :mod:`~sitemap_crawl.loader.core`: the asyncio core (reading sitemaps, handing out pages);
+* :mod:`~sitemap_crawl.loader.scrapy_fetcher`: sitemaps through Scrapy's downloader, the scheduler;
+* :mod:`~sitemap_crawl.loader.tracking`: when a page request is handled (callback tracking).
+"""
+
+from sitemap_crawl.loader.core import (
+    DEFAULT_LOG_INTERVAL,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_QUEUE_SIZE,
+    DEFAULT_SAVE_INTERVAL,
+    PageFilter,
+    PatternLike,
+    QueuedPage,
+    SitemapFilter,
+    SitemapRequestLoader,
+)
+from sitemap_crawl.loader.fetching import Fetch, FetchedSitemap, SitemapFetchError
+from sitemap_crawl.loader.scrapy_fetcher import (
+    DEFAULT_SCHEDULER_PATH,
+    LOG_INTERVAL_SETTING,
+    MAX_IN_FLIGHT_SETTING,
+    PAGE_META_KEY,
+    QUEUE_SIZE_SETTING,
+    SAVE_INTERVAL_SETTING,
+    SCHEDULER_PATH,
+    SITEMAP_META_KEY,
+    TOKEN_META_KEY,
+    ScrapySitemapFetcher,
+    SitemapLoaderScheduler,
+)
+from sitemap_crawl.loader.state import STATE_FIELDS, LoaderState, replay_journal
+from sitemap_crawl.loader.store import DEFAULT_STATE_NAME, StateStore, page_from_dict, read_saved_state
+
+__all__ = [
+    "DEFAULT_LOG_INTERVAL",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_QUEUE_SIZE",
+    "DEFAULT_SAVE_INTERVAL",
+    "DEFAULT_SCHEDULER_PATH",
+    "DEFAULT_STATE_NAME",
+    "LOG_INTERVAL_SETTING",
+    "MAX_IN_FLIGHT_SETTING",
+    "PAGE_META_KEY",
+    "QUEUE_SIZE_SETTING",
+    "SAVE_INTERVAL_SETTING",
+    "SCHEDULER_PATH",
+    "SITEMAP_META_KEY",
+    "STATE_FIELDS",
+    "TOKEN_META_KEY",
+    "Fetch",
+    "FetchedSitemap",
+    "LoaderState",
+    "PageFilter",
+    "PatternLike",
+    "QueuedPage",
+    "ScrapySitemapFetcher",
+    "SitemapFetchError",
+    "SitemapFilter",
+    "SitemapLoaderScheduler",
+    "SitemapRequestLoader",
+    "StateStore",
+    "page_from_dict",
+    "read_saved_state",
+    "replay_journal",
+]

@@ -1,0 +1,139 @@
+"""Where a loader persists: a snapshot of the state, the pages it names, and a journal.
+
+All in one directory (JOBDIR under Scrapy):
+
+``sitemap_loader.json``
+    the state, exactly the contract's fields (deques and sets as JSON lists),
+    written atomically (temporary file, fsync, rename).
+``sitemap_loader.handled``
+    a journal: one line per page handled since the last snapshot, appended with one
+    ``write()`` each, so a ``kill -9`` loses none of them. It is emptied when a
+    snapshot is written and replayed on top of the snapshot on restart.
+``sitemap_loader.pages.json``
+    the page items (lastmod, images, news...) of the URLs in ``url_queue`` and
+    ``in_progress`` at the snapshot, so that pages handed out again after a restart
+    still carry their item.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sitemap_crawl.items import Alternate, Image, NewsStory, SitemapPage, Video
+from sitemap_crawl.loader.state import LoaderState, replay_journal
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STATE_NAME = "sitemap_loader"
+"""The name the loader's files start with."""
+
+
+def write_atomically(path: Path, data: bytes, before_replace: Callable[[], None] | None = None) -> None:
+    """Write ``data`` to ``path`` through a temporary file that is fsynced, then renamed over
+    it; ``before_replace`` runs between the fsync and the rename."""
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    if before_replace is not None:
+        before_replace()
+    os.replace(temporary, path)
+
+
+class StateStore:
+    """The loader's files in one directory (see the module docstring)."""
+
+    def __init__(self, directory: str | Path, name: str) -> None:
+        self.directory = Path(directory)
+        self.state_path = self.directory / f"{name}.json"
+        self.pages_path = self.directory / f"{name}.pages.json"
+        self.journal_path = self.directory / f"{name}.handled"
+        self._journal_fd: int | None = None
+
+    def load(self) -> tuple[Any, dict[str, Any], list[str]] | None:
+        """(state JSON, page items by URL, handled URLs of the journal), or None without a state."""
+        if not self.state_path.exists():
+            return None
+        state = json.loads(self.state_path.read_text("utf-8"))
+        pages: dict[str, Any] = {}
+        with contextlib.suppress(OSError, ValueError):
+            loaded = json.loads(self.pages_path.read_text("utf-8"))
+            if isinstance(loaded, dict):
+                pages = loaded
+        journal: list[str] = []
+        with contextlib.suppress(OSError):
+            text = self.journal_path.read_bytes().decode("utf-8", "replace")
+            # a line without its newline was cut by the kill: it does not count
+            journal = [line for line in text.split("\n")[:-1] if line]
+        return state, pages, journal
+
+    def set_aside(self, reason: str) -> Path:
+        """Move an unreadable state file out of the way (kept for inspection)."""
+        target = self.state_path.with_name(f"{self.state_path.name}.unreadable-{int(time.time())}")
+        os.replace(self.state_path, target)
+        logger.error("Sitemap loader state %s is unreadable (%s); moved to %s", self.state_path, reason, target)
+        return target
+
+    def save(self, state: dict[str, Any], pages: dict[str, Any]) -> None:
+        """Write a snapshot: the pages first, then the state, emptying the journal."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        write_atomically(self.pages_path, json.dumps(pages, ensure_ascii=False).encode("utf-8"))
+        # Empty the journal before the rename: dying in between leaves the previous
+        # snapshot and no journal, i.e. pages handled again, never pages lost.
+        write_atomically(
+            self.state_path,
+            json.dumps(state, ensure_ascii=False).encode("utf-8"),
+            before_replace=lambda: os.ftruncate(self._journal(), 0),
+        )
+
+    def _journal(self) -> int:
+        if self._journal_fd is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._journal_fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        return self._journal_fd
+
+    def record_handled(self, url: str) -> None:
+        """Append one handled page URL to the journal."""
+        os.write(self._journal(), url.encode("utf-8") + b"\n")
+
+    def close(self) -> None:
+        if self._journal_fd is not None:
+            os.close(self._journal_fd)
+            self._journal_fd = None
+
+
+def read_saved_state(directory: str | Path, state_name: str = DEFAULT_STATE_NAME) -> LoaderState | None:
+    """The state a loader persisting in ``directory`` (JOBDIR) would resume from: the last
+    snapshot with the journal of handled pages applied (``in_progress`` still holds the
+    pages that were handed out and not handled). None when nothing was saved there."""
+    loaded = StateStore(directory, state_name).load()
+    if loaded is None:
+        return None
+    data, _, journal = loaded
+    state = LoaderState.from_dict(data)
+    replay_journal(state, journal)
+    return state
+
+
+def page_from_dict(data: dict[str, Any]) -> SitemapPage:
+    """Rebuild a :class:`SitemapPage` from :meth:`SitemapPage.to_dict` output."""
+    news = data.get("news")
+    return SitemapPage(
+        url=data["url"],
+        sitemap_url=data.get("sitemap_url") or "",
+        priority=float(data.get("priority", 0.5)),
+        last_modified=data.get("last_modified"),
+        change_frequency=data.get("change_frequency"),
+        news=NewsStory(**news) if isinstance(news, dict) else None,
+        images=[Image(**image) for image in data.get("images") or ()],
+        videos=[Video(**video) for video in data.get("videos") or ()],
+        alternates=[Alternate(**alternate) for alternate in data.get("alternates") or ()],
+    )

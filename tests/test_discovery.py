@@ -1,0 +1,145 @@
+"""sitemap_crawl.discovery: the Scrapy-free discovery of one site, driven by hand."""
+
+from __future__ import annotations
+
+import re
+
+from sitemap_crawl.discovery import KNOWN, ROBOTS, START, FollowRules, SiteDiscovery, Visit
+from sitemap_crawl.items import SitemapNodeItem
+
+HOME = "https://shop.test/"
+
+
+class Driver:
+    """Records what the discovery sends and reports, as the spider would see it."""
+
+    def __init__(self, **options: object) -> None:
+        self.sent: list[Visit] = []
+        self.reports: list[SitemapNodeItem] = []
+        defaults: dict[str, object] = {
+            "rules": FollowRules(max_depth=2),
+            "concurrency": 2,
+            "homepage": HOME,
+            "known_paths": ["sitemap.xml", "sitemap_index.xml"],
+        }
+        defaults.update(options)
+        self.site = SiteDiscovery(HOME, send=self.sent.append, report=self.reports.append, **defaults)  # type: ignore[arg-type]
+
+    def urls(self) -> list[str]:
+        return [visit.url for visit in self.sent]
+
+    def finish(self, visit: Visit) -> None:
+        self.site.settle(visit)
+        self.site.done(visit)
+
+
+def test_robots_first_then_known_paths_once_robots_is_settled() -> None:
+    driver = Driver()
+    driver.site.start()
+    assert [(r.path, r.kind) for r in driver.reports] == [((), "website")]
+    (robots,) = driver.sent
+    assert (robots.url, robots.role, robots.path) == (HOME + "robots.txt", ROBOTS, (0,))
+
+    driver.site.declare(robots, HOME + "sitemap.xml", 0, frozenset({robots.url}))
+    assert driver.urls() == [HOME + "robots.txt", HOME + "sitemap.xml"]
+    driver.finish(robots)  # robots.txt read; its child still in flight: known paths wait
+    assert len(driver.sent) == 2
+    driver.finish(driver.sent[1])
+    # the known path already seen under robots.txt is skipped; the other is probed
+    assert driver.urls()[2:] == [HOME + "sitemap_index.xml"]
+    assert (driver.sent[2].role, driver.sent[2].path) == (KNOWN, (2,))
+    assert driver.site.idle() is False  # sent once only
+
+
+def test_at_most_concurrency_in_flight_in_declaration_order() -> None:
+    driver = Driver(known_paths=[])
+    driver.site.start()
+    (robots,) = driver.sent
+    for index in range(5):
+        driver.site.declare(robots, f"{HOME}s{index}.xml", index, frozenset({robots.url}))
+    assert driver.urls() == [HOME + "robots.txt", HOME + "s0.xml"]
+    driver.finish(robots)
+    driver.finish(driver.sent[1])
+    assert driver.urls()[2:] == [HOME + "s1.xml", HOME + "s2.xml"]
+
+
+def test_loops_and_depth_become_invalid_nodes() -> None:
+    driver = Driver(known_paths=[], start_urls=[HOME + "index.xml"], homepage=None)
+    driver.site.start()
+    (index,) = driver.sent
+    assert index.role == START
+    lineage = frozenset({index.url})
+    driver.site.declare(index, index.url, 0, lineage)  # itself
+    child = Visit(HOME + "a.xml", (0, 1), 2, lineage, "child")
+    driver.site.declare(child, HOME + "b.xml", 0, lineage | {child.url})  # level 3 > max_depth 2
+    assert [(r.url, r.kind, r.error) for r in driver.reports[1:]] == [
+        (index.url, "invalid", "loop"),
+        (HOME + "b.xml", "invalid", "depth limit"),
+    ]
+    assert len(driver.sent) == 1
+
+
+def test_follow_and_deny_apply_to_index_children_only() -> None:
+    rules = FollowRules(follow=[re.compile("products")], deny=[re.compile("old")])
+    driver = Driver(rules=rules)
+    assert driver.site.follows(HOME + "anything.xml", "robots_txt")
+    assert driver.site.follows(HOME + "products-1.xml", "xml_index")
+    assert not driver.site.follows(HOME + "news.xml", "xml_index")
+    assert not driver.site.follows(HOME + "products-old.xml", "xml_index")
+
+
+def test_a_known_path_redirected_to_a_sitemap_seen_under_robots_is_left_out() -> None:
+    driver = Driver(known_paths=["sitemap.xml"])
+    driver.site.start()
+    (robots,) = driver.sent
+    driver.site.declare(robots, HOME + "real.xml", 0, frozenset({robots.url}))
+    child = driver.sent[1]
+    assert driver.site.redirected(child, HOME + "moved.xml")  # under robots.txt: remembered
+    driver.finish(robots)
+    driver.finish(child)
+    known = driver.sent[2]
+    assert known.role == KNOWN
+    assert not driver.site.redirected(known, HOME + "moved.xml")
+    loop_child = Visit(HOME + "c.xml", (0, 1), 1, frozenset({robots.url}), "child")
+    assert not driver.site.redirected(loop_child, robots.url)
+    assert (driver.reports[-1].url, driver.reports[-1].error) == (HOME + "c.xml", "loop")
+
+
+def test_a_failed_optional_sitemap_is_left_out_and_another_becomes_invalid() -> None:
+    driver = Driver(known_paths=[])
+    driver.site.start()
+    (robots,) = driver.sent
+    driver.site.declare(robots, HOME + "gone.xml", 0, frozenset({robots.url}))
+    driver.site.failed(driver.sent[1], "HTTP 404")
+    driver.site.failed(robots, "HTTP 500")
+    assert [(r.url, r.kind, r.error) for r in driver.reports[1:]] == [(HOME + "gone.xml", "invalid", "HTTP 404")]
+
+
+def test_once_per_crawl_reads_a_sitemap_once_whoever_declares_it() -> None:
+    driver = Driver(concurrency=1, once_per_crawl=True, known_paths=["a.xml", "z.xml"])
+    driver.site.start()
+    (robots,) = driver.sent
+    lineage = frozenset({robots.url})
+    driver.site.declare(robots, HOME + "a.xml", 0, lineage)
+    driver.site.declare(robots, HOME + "b.xml", 1, lineage)
+    driver.site.declare(robots, HOME + "a.xml", 2, lineage)  # again: not queued twice
+    driver.finish(robots)
+    a = driver.sent[1]
+    assert driver.site.redirected(a, HOME + "moved.xml")  # read from where it moved to
+    driver.finish(a)
+    b = driver.sent[2]
+    assert not driver.site.redirected(b, HOME + "moved.xml")  # already read under another name
+    driver.site.declare(b, HOME + "moved.xml", 0, lineage | {b.url})  # declared later: not queued
+    driver.finish(b)
+    # known paths: a.xml was read already; only z.xml is probed
+    assert driver.urls() == [HOME + "robots.txt", HOME + "a.xml", HOME + "b.xml", HOME + "z.xml"]
+
+
+def test_resume_reads_the_waiting_sitemaps_and_skips_the_read_ones() -> None:
+    driver = Driver(concurrency=1, once_per_crawl=True, known_paths=["sitemap.xml"])
+    driver.site.resume([HOME + "robots.txt", HOME + "x.xml", HOME + "done.xml"], read=[HOME + "done.xml"])
+    assert [(v.url, v.role, v.depth) for v in driver.sent] == [(HOME + "robots.txt", ROBOTS, 0)]
+    driver.finish(driver.sent[0])
+    driver.finish(driver.sent[1])
+    assert driver.urls() == [HOME + "robots.txt", HOME + "x.xml", HOME + "sitemap.xml"]
+    assert driver.sent[2].role == KNOWN
