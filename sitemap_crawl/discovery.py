@@ -1,7 +1,7 @@
 """Where a site's sitemaps are looked for, in order: robots.txt, then the well-known paths.
 
 Pure helpers (no Scrapy) shared by the resumable loader; the ``sitemaps`` spider
-follows the same order (see ../shared/CONTRACT.md, "Discovery order").
+follows the same order (see docs/arguments.md).
 """
 
 from __future__ import annotations

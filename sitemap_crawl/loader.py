@@ -13,7 +13,7 @@ or, inside Scrapy (what :class:`sitemap_crawl.SitemapSpider` does)::
             async for request in loader.requests(lambda page: Request(page.url, self.parse)):
                 yield request
 
-The state (see ../shared/CONTRACT.md, "Crawling the pages") is exactly
+The state (see docs/loader.md, "Resuming") is exactly
 :class:`LoaderState`. Sitemaps are read one at a time: a sitemap body is
 downloaded whole, then streamed through :class:`~sitemap_crawl.parsing.SitemapReader`;
 the reader's generator is suspended while ``url_queue`` is full and resumed when
@@ -24,7 +24,7 @@ never by polling.
 Persistence (``persist_dir``, JOBDIR under Scrapy), all in that directory:
 
 ``sitemap_loader.json``
-    the state, exactly the contract's fields (deques and sets as JSON lists),
+    the state, exactly the documented fields (deques and sets as JSON lists),
     written to a temporary file, fsynced and renamed over the old one: at each
     sitemap boundary, every ``save_interval`` seconds while pages are queued or
     handled, and on close.
@@ -124,7 +124,7 @@ SitemapFilter = Callable[[Iterator[SitemapRef], str], Iterable[SitemapRef | str]
 
 @dataclass
 class LoaderState:
-    """The loader's state, field for field as persisted (see the contract)."""
+    """The loader's state, field for field as persisted (see docs/loader.md)."""
 
     pending_sitemap_urls: deque[str] = field(default_factory=deque)
     in_progress_sitemap_url: str | None = None
@@ -141,7 +141,7 @@ class LoaderState:
         return self.total_count - self.handled_count
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: the contract's field names, deques and sets as lists."""
+        """The JSON form: the documented field names, deques and sets as lists."""
         return {
             "pending_sitemap_urls": list(self.pending_sitemap_urls),
             "in_progress_sitemap_url": self.in_progress_sitemap_url,
