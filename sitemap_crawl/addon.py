@@ -30,7 +30,7 @@ class Addon:
       crawler process is made (``scrapy crawl``, ``shell``, ``fetch``, ``parse``,
       ``check``, a CrawlerProcess/CrawlerRunner in a script), not for
       ``scrapy list``, ``edit`` or ``genspider`` (nor scrapyd's spider
-      check, which runs ``scrapy list``): see the README.
+      check, which runs ``scrapy list``): see docs/embedding.md.
     * ``update_settings`` sets the SITEMAP_CRAWL_* defaults of
       ``sitemap_crawl.config.DEFAULTS`` at add-on priority (below the
       project's), adds the tree pipeline to ITEM_PIPELINES and maps the feed

@@ -2,9 +2,9 @@
 
 Host projects are made with ``scrapy startproject`` in a temporary directory and
 crawl a local fixture site in a subprocess, with the commands and settings lines
-that the README gives, word for word (see ``DOC_*`` below: each is checked to be
-in the README's "Use it in your project" section, or in docs/embedding.md while
-that section is not written yet).
+that the documentation gives, word for word (see ``DOC_*`` below: each is checked to
+be in docs/embedding.md, or in a README section marked ``<!-- section:embedding -->``
+if the README has one).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ PROJECT = "myproject"
 
 
 def readme_section(name: str, fallback: Path) -> str:
-    """A README section's text, or the file it is written in until the lead moves it in."""
+    """A README section's text if the README has one, else the docs/ page that holds it."""
     readme = (REPO_ROOT / "README.md").read_text("utf-8")
     match = re.search(rf"<!-- section:{name} -->\n(.*?)<!-- /section:{name} -->", readme, re.DOTALL)
     if match and "(to be written)" not in match.group(1):

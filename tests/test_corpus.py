@@ -1,4 +1,4 @@
-"""The real-world corpus (/work/shared/corpus/real): every file parses, with the number of
+"""The real-world corpus (see docs/development.md): every file parses, with the number of
 URLs an independent count finds.
 
 The independent count below uses no XML parser: regular expressions over the text for the

@@ -1,4 +1,4 @@
-"""Spider arguments, end to end (CONTRACT.md, "Running it"): homepage normalisation,
+"""Spider arguments, end to end (see docs/arguments.md): homepage normalisation,
 sitemap_urls (http, file, robots.txt), use_robots / use_known_paths / extra_known_paths,
 follow / deny, boolean spellings, and bad arguments (one clear error line, no traceback)."""
 

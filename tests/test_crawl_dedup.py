@@ -1,4 +1,4 @@
-"""Deduplication, order, loops and depth, end to end (CONTRACT.md, "Deduplication and order")."""
+"""Deduplication, order, loops and depth, end to end (see docs/tree.md and docs/output.md)."""
 
 from __future__ import annotations
 

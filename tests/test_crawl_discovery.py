@@ -1,5 +1,5 @@
 """Discovery, end to end: robots.txt ``Sitemap:`` lines, then the well-known paths, under
-one ``website`` node (CONTRACT.md, "Discovery order").
+one ``website`` node (see docs/arguments.md and docs/tree.md).
 
 Every test runs the real ``scrapy crawl sitemaps`` command against a local fixture site.
 """
@@ -33,7 +33,7 @@ KNOWN_PATHS = [
     "sitemap_news.xml.gz",
     "sitemap-news.xml.gz",
 ]
-"""The contract's well-known paths, in their fixed order."""
+"""The well-known paths, in their documented fixed order (docs/arguments.md)."""
 
 
 def node(url: str, kind: str, *children: dict, error: str | None = None, pages: int = 0) -> dict:

@@ -1,6 +1,6 @@
 """Failures and redirects, end to end: a declared sitemap that fails becomes an ``invalid``
 node saying why, an incomplete one keeps its kind and pages, and the crawl goes on
-(CONTRACT.md, "The tree" and "Safety")."""
+(see docs/tree.md and docs/limits-and-security.md)."""
 
 from __future__ import annotations
 

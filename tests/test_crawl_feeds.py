@@ -1,5 +1,5 @@
-"""Page items in the feeds, end to end (CONTRACT.md, "Page items (the feed)"): one row per
-page occurrence, fields in the contract's order and types, in JSON, JSON lines, XML, CSV
+"""Page items in the feeds, end to end (see docs/output.md): one row per
+page occurrence, fields in the documented order and types, in JSON, JSON lines, XML, CSV
 (and Scrapy's other formats); no tree nodes; the per-page item mode gives the same feeds."""
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ def test_every_feed_format_gets_one_row_per_page(fixture_site: SiteFactory, craw
 
     expected = expected_pages(site.base)
 
-    # JSON lines: the nesting kept, fields and nested fields in the contract's order
+    # JSON lines: the nesting kept, fields and nested fields in the documented order
     rows = result.pages
     assert rows == expected
     for row in rows:

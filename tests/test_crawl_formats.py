@@ -1,4 +1,4 @@
-"""Formats and parser choice, end to end (CONTRACT.md, "Formats and parser choice"): the
+"""Formats and parser choice, end to end (see docs/arguments.md): the
 parser is chosen by content at any URL, never by the URL suffix or the Content-Type."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The tree file, the text rendering at the end of the log and the stats, end to end
-(CONTRACT.md, "The tree"), including crawls stopped early."""
+(see docs/tree.md), including crawls stopped early."""
 
 from __future__ import annotations
 

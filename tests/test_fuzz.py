@@ -1,7 +1,7 @@
 """Property-based fuzzing of the pure parsers: whatever bytes arrive, they never raise.
 
-Inputs are real sitemaps, feeds and robots.txt files from the shared corpus
-(../shared/corpus/real, never modified: mutations are made here), mutated the way broken
+Inputs are real sitemaps, feeds and robots.txt files from the real-world
+corpus (see docs/development.md; never modified: mutations are made here), mutated the way broken
 and hostile servers mutate them: cut, spliced, bit-flipped, stuffed with markup, entity
 declarations and control bytes, gzipped (sometimes too often, sometimes cut), re-encoded.
 
@@ -13,7 +13,7 @@ CI runs a bounded number of examples (deterministic when CI is set). A longer ca
 
     HYPOTHESIS_PROFILE=fuzz FUZZ_EXAMPLES=20000 .venv/bin/python -m pytest tests/test_fuzz.py -q -n 2
 
-(see README "Limits and security").
+(see docs/limits-and-security.md, "Fuzzing").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Hostile sitemaps, end to end: every case is a real ``scrapy crawl sitemaps`` run against
-a local fixture site that serves something a stranger's server might send (CONTRACT.md,
-"Safety"): XXE and entity bombs, gzip bombs, huge text nodes, deep nesting, endless
+a local fixture site that serves something a stranger's server might send (see
+docs/limits-and-security.md): XXE and entity bombs, gzip bombs, huge text nodes, deep nesting, endless
 indexes, monstrous robots.txt files, redirect loops, 5xx, timeouts, refused connections,
 trickling servers and plain garbage.
 
@@ -9,7 +9,7 @@ the reason, or a node that keeps its pages with "size limit"/"parse error: ...")
 bounded time and memory, and the rest of the crawl goes on (``/good.xml``).
 
 ``CASES`` is also run by ``benchmarks/hostile.py``, which measures wall time and peak RSS
-of each crawl and prints the table of README "Limits and security": the two can't disagree.
+of each crawl and prints the table of docs/limits-and-security.md: the two can't disagree.
 """
 
 from __future__ import annotations
@@ -1013,7 +1013,7 @@ def test_download_maxsize_caps_downloads_and_warnsize_follows_the_cap(
 ) -> None:
     """DOWNLOAD_MAXSIZE below SITEMAP_CRAWL_MAX_SIZE caps what is downloaded (and inflated
     by Content-Encoding) and what a small .gz file inflates to, as Scrapy's SitemapSpider
-    does; sitemap requests warn at their cap, not at DOWNLOAD_WARNSIZE (docs, "Limits")."""
+    does; sitemap requests warn at their cap, not at DOWNLOAD_WARNSIZE (docs/limits-and-security.md)."""
     big = urlset(*(f"{{base}}/big/{i}" for i in range(BIG_PAGES)))  # about 6 MB
     medium = urlset(*(f"{{base}}/medium/{i}" for i in range(40_000)))  # about 2 MB
     site = fixture_site(

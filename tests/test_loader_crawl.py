@@ -49,7 +49,7 @@ def wait_for_lines(path: Path, count: int, running: RunningCrawl, timeout: float
 
 
 def check_state_file(data: dict[str, object], sitemap_urls: list[str], pages: dict[str, set[str]]) -> LoaderState:
-    """The persisted state is exactly the contract's model, and consistent."""
+    """The persisted state is exactly the documented model (docs/loader.md), and consistent."""
     assert list(data) == list(STATE_FIELDS)
     state = LoaderState.from_dict(data)
     for name in ("pending_sitemap_urls", "processed_sitemap_urls", "current_sitemap_processed_urls"):

@@ -126,6 +126,7 @@ def test_the_wheel_holds_the_package_and_nothing_else(wheel: Path) -> None:
         dist_info = f"sitemap_crawl-{version}.dist-info/"
         strays = [name for name in names if not name.startswith((f"{PACKAGE}/", dist_info))]
         assert strays == [], "files outside the package in the wheel"
+        assert f"{PACKAGE}/py.typed" in names, "the PEP 561 marker is missing from the wheel"
         for part in ("tests/", "benchmarks/", "docs/", "conftest", "__pycache__", ".pyc", "scrapy.cfg", "setup.py"):
             assert not [name for name in names if part in name], part
         assert {name for name in names if name.endswith(".py")} == source_modules()

@@ -1,6 +1,7 @@
 """``sitemap_crawl.parse_sitemap``: the pure parsing API for scripts and notebooks.
 
-Checked on the real-world corpus (/work/shared/corpus/real, see its MANIFEST.tsv)
+Checked on the real-world corpus (see docs/development.md and the
+corpus's MANIFEST.tsv)
 and against the spider itself: the same bodies served by a fixture site give the
 same kinds, errors and pages as parse_sitemap.
 """

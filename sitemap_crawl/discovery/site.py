@@ -5,7 +5,7 @@ The ``sitemaps`` spider and the :class:`~sitemap_crawl.loader.SitemapRequestLoad
 both drive it (they fetch and read; this decides). The state is small and keyed by
 nothing global, so one process can hold the discovery of many sites at once.
 
-Order (docs/arguments.md, "Discovery order"): the start URLs, or robots.txt and every
+Order (docs/arguments.md, "What the spider reads, and in what order"): the start URLs, or robots.txt and every
 sitemap under it; then the well-known paths, as soon as no sitemap left can declare
 more (or when the driver would otherwise go idle), skipping URLs already seen under
 robots.txt, also after redirects. At most ``concurrency`` sitemaps are in flight; the

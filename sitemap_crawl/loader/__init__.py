@@ -1,6 +1,6 @@
 """The resumable SitemapRequestLoader, by job:
 
-* :mod:`~sitemap_crawl.loader.state`: the state model (the contract's fields) and its JSON form;
+* :mod:`~sitemap_crawl.loader.state`: the state model (the documented fields) and its JSON form;
 * :mod:`~sitemap_crawl.loader.store`: persistence (snapshot, journal, the one atomic write);
 * :mod:`~sitemap_crawl.loader.fetching`: what a fetch function is;
 * :mod:`~sitemap_crawl.loader.core`: the asyncio core (reading sitemaps, handing out pages);

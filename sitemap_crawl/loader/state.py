@@ -1,4 +1,4 @@
-"""The loader's state: exactly the contract's fields, and its JSON form derived from them."""
+"""The loader's state: exactly the documented fields (docs/loader.md), and its JSON form derived from them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 @dataclass
 class LoaderState:
-    """The loader's state, field for field as persisted (docs/loader.md, "State")."""
+    """The loader's state, field for field as persisted (docs/loader.md, "Resuming")."""
 
     pending_sitemap_urls: deque[str] = field(default_factory=deque)
     in_progress_sitemap_url: str | None = None
@@ -27,7 +27,7 @@ class LoaderState:
         return self.total_count - self.handled_count
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: the contract's field names, deques and sets as lists."""
+        """The JSON form: the documented field names, deques and sets as lists."""
         return state_to_json({name: getattr(self, name) for name in STATE_FIELDS})
 
     @classmethod

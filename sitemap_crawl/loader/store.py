@@ -3,7 +3,7 @@
 All in one directory (JOBDIR under Scrapy):
 
 ``sitemap_loader.json``
-    the state, exactly the contract's fields (deques and sets as JSON lists),
+    the state, exactly the documented fields (deques and sets as JSON lists),
     written atomically (temporary file, fsync, rename).
 ``sitemap_loader.handled``
     a journal: one line per page handled since the last snapshot, appended with one

@@ -1,5 +1,5 @@
-"""Where the shared real-world corpus is: $SITEMAP_CRAWL_CORPUS, beside this checkout
-(../shared/corpus/real), or /work/shared/corpus/real (a clone made elsewhere)."""
+"""Where the real-world corpus is (see docs/development.md): $SITEMAP_CRAWL_CORPUS, or one of
+the folders below, beside this checkout or at a fixed path (for a clone made elsewhere)."""
 
 from __future__ import annotations
 
