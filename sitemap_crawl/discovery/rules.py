@@ -1,10 +1,10 @@
 """The discovery rules, Scrapy-free, for the ``sitemaps`` spider and the loader alike.
 
 Where a site's sitemaps are looked for, in order: robots.txt, then the well-known
-paths (docs/arguments.md, "What the spider reads, and in what order"); which role a sitemap has; which sub-sitemaps of an index
-are followed (follow / deny: never robots.txt's own lines); when a declared
-sub-sitemap is not fetched (a loop through its ancestors, or nesting beyond the
-depth limit).
+paths (docs/arguments.md, "What the spider reads, and in what order"); which role a
+sitemap has; which sub-sitemaps of an index are followed (follow / deny: never
+robots.txt's own lines); when a declared sub-sitemap is not fetched (a loop through
+its ancestors, or nesting beyond the depth limit).
 """
 
 from __future__ import annotations
