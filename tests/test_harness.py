@@ -17,13 +17,7 @@ from typing import Any
 
 import pytest
 from lxml import etree
-from scrapy.exporters import (
-    BaseItemExporter,
-    CsvItemExporter,
-    JsonItemExporter,
-    JsonLinesItemExporter,
-    XmlItemExporter,
-)
+from scrapy.exporters import BaseItemExporter, CsvItemExporter, JsonItemExporter, JsonLinesItemExporter, XmlItemExporter
 
 from tests.support import (
     SITEMAP_NS,
@@ -38,7 +32,7 @@ from tests.support import (
     text_sitemap,
     urlset,
 )
-from tests.support.crawl import CrawlRunner, build_command
+from tests.support.crawl import FEED_FORMATS, CrawlRunner, build_command
 from tests.support.fixture_server import NOT_FOUND_BODY, SiteFactory
 
 
@@ -518,7 +512,7 @@ def export(
 
 
 def result_for(tmp_path: Path, output_format: str | None, *, stderr: str = "") -> CrawlResult:
-    extension = {"jsonl": "jsonl", "json": "json", "csv": "csv", "xml": "xml"}.get(output_format or "")
+    extension = FEED_FORMATS.get(output_format or "")
     return CrawlResult(
         command=["scrapy"],
         returncode=0,
