@@ -260,8 +260,8 @@ class RunningCrawl:
         env: dict[str, str],
         tmp_dir: Path,
         feed_path: Path | None,
-        tree_path: Path | None,
-        output_format: str | None,
+        tree_path: Path | None = None,
+        output_format: str | None = None,
     ) -> None:
         self.command = command
         self.tmp_dir = tmp_dir

@@ -219,14 +219,9 @@ def start_spider(
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith("SCRAPY_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
+    output_format = "jsonl" if feed else None
     return RunningCrawl(
-        command=command,
-        cwd=tmp_dir,
-        env=env,
-        tmp_dir=tmp_dir,
-        feed_path=feed_path,
-        tree_path=None,
-        output_format="jsonl" if feed else None,
+        command=command, cwd=tmp_dir, env=env, tmp_dir=tmp_dir, feed_path=feed_path, output_format=output_format
     )
 
 
