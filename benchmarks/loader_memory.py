@@ -1,7 +1,8 @@
 """Peak memory of a SitemapSpider crawl (the resumable loader) as the site grows.
 
 Crawls every page of a generated site (a sitemap index of 50,000-URL urlsets; every
-page answered by a tiny local server running in its own process) with
+page answered by the test harness' fixture server, tests/support/fixture_server.py, on
+a thread of this process: the crawl runs in its own) with
 ``sitemap_crawl.SitemapSpider`` and reports the crawl process's peak RSS
 (``ru_maxrss`` from ``wait4``). The claim it checks: memory does not grow with the
 number of pages (the 1,000,000-page run stays within 20 % of the 100,000-page run).
@@ -20,11 +21,9 @@ whose outcome is printed (and is the exit status).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -34,37 +33,34 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))  # the shared test harness: tests.support
+
+from tests.support.fixture_server import FixtureServer  # noqa: E402
+from tests.support.spiders import LEAN_SETTINGS as TEST_LEAN_SETTINGS  # noqa: E402
+from tests.support.spiders import serve_paged_sitemaps, spider_command  # noqa: E402
+
 WORK = REPO_ROOT / "benchmarks" / ".work" / "loader_memory"
 PER_SITEMAP = 50_000
-PAGE = b"<!DOCTYPE html><html><head><title>p</title></head><body>ok</body></html>"
 
 LEAN_SETTINGS: dict[str, Any] = {
+    **TEST_LEAN_SETTINGS,
     "DOWNLOADER_MIDDLEWARES_BASE": {
-        "scrapy.downloadermiddlewares.downloadtimeout.DownloadTimeoutMiddleware": 350,
-        "scrapy.downloadermiddlewares.retry.RetryMiddleware": 550,
-        "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": 600,
+        **TEST_LEAN_SETTINGS["DOWNLOADER_MIDDLEWARES_BASE"],
         "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": 810,
         "scrapy.downloadermiddlewares.stats.DownloaderStats": 850,
     },
-    "SPIDER_MIDDLEWARES_BASE": {
-        "scrapy.spidermiddlewares.start.StartSpiderMiddleware": 25,
-        "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": 50,
-    },
     "EXTENSIONS_BASE": {
-        "scrapy.extensions.corestats.CoreStats": 0,
+        **TEST_LEAN_SETTINGS["EXTENSIONS_BASE"],
         "scrapy.extensions.logstats.LogStats": 0,
     },
-    "COOKIES_ENABLED": False,
-    "CONCURRENT_ITEMS": 1,
-    "CONCURRENT_REQUESTS": 32,
-    "CONCURRENT_REQUESTS_PER_DOMAIN": 32,
 }
+"""The tests' lean profile, plus compression, downloader stats and the progress lines."""
 COMMON_SETTINGS: dict[str, Any] = {
-    "LOG_LEVEL": "INFO",
-    "TELNETCONSOLE_ENABLED": False,
-    "REMOTE_CONTROL_ENABLED": False,
-    "ROBOTSTXT_OBEY": False,
     "LOGSTATS_INTERVAL": 30,
+    # Scrapy's defaults (the test profile under them lowers both)
+    "RETRY_TIMES": 2,
+    "DOWNLOAD_TIMEOUT": 180,
 }
 
 
@@ -75,81 +71,13 @@ def _sitemap_count(pages: int) -> int:
     return -(-pages // PER_SITEMAP)
 
 
-def _body(path: str, base: str, pages: int) -> tuple[bytes, bytes, bytes] | None:
-    if path == "/index.xml":
-        locs = "".join(f"<sitemap><loc>{base}/s{k}.xml</loc></sitemap>\n" for k in range(_sitemap_count(pages)))
-        xml = f'<?xml version="1.0"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{locs}</sitemapindex>\n'
-        return b"200 OK", b"application/xml", xml.encode()
-    if path.startswith("/s") and path.endswith(".xml") and path[2:-4].isdigit():
-        k = int(path[2:-4])
-        first, last = k * PER_SITEMAP, min(pages, (k + 1) * PER_SITEMAP)
-        if first >= last:
-            return None
-        locs = "".join(
-            f"<url><loc>{base}/p/{k}/{i}</loc><lastmod>2024-01-01</lastmod></url>\n" for i in range(first, last)
-        )
-        xml = f'<?xml version="1.0"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{locs}</urlset>\n'
-        return b"200 OK", b"application/xml", xml.encode()
-    if path.startswith("/p/"):
-        return b"200 OK", b"text/html", PAGE
-    return None
-
-
-class _Protocol(asyncio.Protocol):
-    def __init__(self, base: str, pages: int) -> None:
-        self.base, self.pages, self.buffer = base, pages, b""
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
-            head, self.buffer = self.buffer[:end], self.buffer[end + 4 :]
-            parts = head.split(b"\r\n", 1)[0].split(b" ")
-            path = parts[1].decode("latin-1") if len(parts) > 1 else "/"
-            answer = _body(path, self.base, self.pages) or (b"404 Not Found", b"text/html", b"not found")
-            status, content_type, body = answer
-            assert self.transport is not None
-            self.transport.write(
-                b"HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s"
-                % (status, content_type, len(body), body)
-            )
-
-
-def serve(pages: int) -> None:
-    """The --serve mode: print the port, then answer until killed."""
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        holder: dict[str, str] = {}
-        server = await loop.create_server(lambda: _Protocol(holder["base"], pages), "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        holder["base"] = f"http://127.0.0.1:{port}"
-        print(f"READY {port}", flush=True)
-        await server.serve_forever()
-
-    asyncio.run(main())
-
-
-class SiteProcess:
-    def __init__(self, pages: int) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, __file__, "--serve", "--pages", str(pages)], stdout=subprocess.PIPE, text=True
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line.startswith("READY "):
-            self.process.kill()
-            raise RuntimeError(f"the site did not start: {line!r}")
-        self.base = f"http://127.0.0.1:{int(line.split()[1])}"
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
+def start_site(pages: int) -> FixtureServer:
+    """The test harness' fixture server (generated pages on its fast path) with /index.xml
+    listing urlsets of PER_SITEMAP pages each (lastmod on every URL)."""
+    site = FixtureServer(pages="/p/").start()
+    sizes = [min(PER_SITEMAP, pages - k * PER_SITEMAP) for k in range(_sitemap_count(pages))]
+    serve_paged_sitemaps(site, sizes, lastmod="2024-01-01")
+    return site
 
 
 # -- the crawl ------------------------------------------------------------------------------
@@ -164,10 +92,6 @@ class Bench(SitemapSpider):
     def parse(self, response):
         pass
 """
-
-
-def _setting(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, dict) else str(value)
 
 
 def _rss_sampler(pid: int, samples: list[tuple[float, int]], stop: threading.Event) -> None:
@@ -186,16 +110,14 @@ def crawl(pages: int, *, spider: str, jobdir: bool, scrapy_defaults: bool) -> di
     run_dir = WORK / f"{spider}-{pages}"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    site = SiteProcess(pages)
+    site = start_site(pages)
     try:
         module = "sitemap_crawl" if spider == "ours" else "scrapy.spiders"
-        (run_dir / "bench.py").write_text(SPIDER.format(module=module, index=site.base + "/index.xml"))
+        (run_dir / "bench.py").write_text(SPIDER.format(module=module, index=site.url("/index.xml")))
         settings = {**COMMON_SETTINGS, **({} if scrapy_defaults else LEAN_SETTINGS)}
         if jobdir:
             settings["JOBDIR"] = str(run_dir / "job")
-        command = [sys.executable, "-m", "scrapy", "runspider", str(run_dir / "bench.py")]
-        for name, value in settings.items():
-            command += ["-s", f"{name}={_setting(value)}"]
+        command = spider_command(run_dir / "bench.py", settings=settings)
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"}
         started = time.monotonic()
         with (run_dir / "crawl.log").open("wb") as log:
@@ -254,11 +176,7 @@ def main() -> int:
     parser.add_argument("--no-jobdir", action="store_true")
     parser.add_argument("--scrapy-defaults", action="store_true")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
-        serve(parse_count(args.pages[0]))
-        return 0
     sizes = [parse_count(p) for p in (args.pages or ["100k", "1m"])]
     results = []
     for pages in sizes:

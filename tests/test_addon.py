@@ -33,6 +33,7 @@ import sitemap_crawl
 from sitemap_crawl import Addon
 from sitemap_crawl.config import DEFAULTS
 from sitemap_crawl.exporters import EXPORTERS
+from sitemap_crawl.items import PAGE_FIELDS
 from sitemap_crawl.pipelines import SitemapTreePipeline
 from tests.support import CORPUS_DIR, REPO_ROOT, CrawlResult, FixtureServer, Route, rss, sitemapindex, urlset
 from tests.support.fixture_server import SiteFactory
@@ -316,17 +317,7 @@ def test_fresh_project_with_the_addon_line(tmp_path: Path, fixture_site: SiteFac
     post2 = next(row for row in result.pages if row["url"] == site.url("/post/2"))
     assert post2["sitemap_url"] == site.url("/posts.xml")
     assert float(post2["priority"]) == 0.8
-    assert list(result.pages[0]) == [
-        "url",
-        "sitemap_url",
-        "priority",
-        "last_modified",
-        "change_frequency",
-        "news",
-        "images",
-        "videos",
-        "alternates",
-    ]
+    assert list(result.pages[0]) == list(PAGE_FIELDS)
     assert_shop_tree(result, site, obey_robots=True)
     # the host's own settings were kept: robots.txt obeyed, its spider module first
     assert "'ROBOTSTXT_OBEY': True" in result.log

@@ -4,24 +4,18 @@ follow / deny, boolean spellings, and bad arguments (one clear error line, no tr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 
-from tests.support import FixtureServer, Route, gzip_bytes, robots, sitemapindex, text_sitemap, urlset
+from tests.support import Route, gzip_bytes, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
-from tests.support.fixture_server import RouteLike
-
-SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+from tests.support.fixture_server import SiteFactory
+from tests.support.tree import node, robots_tree, website_node
 
 FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
 ONE_AT_A_TIME = {**FAST, "CONCURRENT_REQUESTS": 1}
 KNOWN_PATH_COUNT = 14
-
-
-def node(url: str, kind: str, *children: dict, error: str | None = None, pages: int = 0) -> dict:
-    return {"url": url, "kind": kind, "error": error, "page_count": pages, "sub_sitemaps": list(children)}
 
 
 # -- homepage ------------------------------------------------------------------------------
@@ -33,11 +27,7 @@ def test_homepage_is_reduced_to_the_site_root(fixture_site: SiteFactory, crawl: 
 
     result = crawl({"homepage": homepage, "use_known_paths": False}, settings=FAST).assert_ok()
 
-    assert result.tree == node(
-        site.base + "/",
-        "website",
-        node(site.url("/robots.txt"), "robots_txt", node(site.url("/s.xml"), "xml_urlset", pages=1)),
-    )
+    assert result.tree == robots_tree(site.base, node(site.url("/s.xml"), "xml_urlset", pages=1))
     assert site.paths() == ["/robots.txt", "/s.xml"]
 
 
@@ -142,9 +132,8 @@ def test_sitemap_urls_skip_discovery(fixture_site: SiteFactory, crawl: CrawlRunn
         settings=ONE_AT_A_TIME,
     ).assert_ok()
 
-    assert result.tree == node(
-        site.base + "/",
-        "website",
+    assert result.tree == website_node(
+        site.base,
         node(site.url("/a.xml"), "xml_urlset", pages=2),
         node(site.url("/b.txt"), "text", pages=1),
         node(site.url("/c.xml"), "xml_index", node(site.url("/c-child.xml"), "xml_urlset", pages=1)),
@@ -204,9 +193,8 @@ def test_sitemap_urls_may_name_a_robots_txt(fixture_site: SiteFactory, crawl: Cr
 
     result = crawl({"sitemap_urls": site.url("/robots.txt")}, settings=ONE_AT_A_TIME).assert_ok()
 
-    assert result.tree == node(
-        site.base + "/",
-        "website",
+    assert result.tree == website_node(
+        site.base,
         node(
             site.url("/robots.txt"),
             "robots_txt",
@@ -245,20 +233,15 @@ def test_follow_and_deny_choose_the_sub_sitemaps_fetched(fixture_site: SiteFacto
     result = crawl({"homepage": site.base, "follow": "products", "deny": r"old|\.txt$"}, settings=FAST).assert_ok()
 
     base = site.base
-    assert result.tree == node(
-        base + "/",
-        "website",
+    assert result.tree == robots_tree(
+        base,
         node(
-            base + "/robots.txt",
-            "robots_txt",
-            node(
-                base + "/sitemap_index.xml",
-                "xml_index",
-                node(base + "/products-1.xml", "xml_index", node(base + "/products-1a.xml", "xml_urlset", pages=1)),
-                node(base + "/all-products-2.xml", "xml_urlset", pages=1),  # follow is a search, not a full match
-            ),
+            base + "/sitemap_index.xml",
+            "xml_index",
+            node(base + "/products-1.xml", "xml_index", node(base + "/products-1a.xml", "xml_urlset", pages=1)),
+            node(base + "/all-products-2.xml", "xml_urlset", pages=1),  # follow is a search, not a full match
         ),
-        node(base + "/sitemap-news.xml", "xml_urlset", pages=1),
+        known=[node(base + "/sitemap-news.xml", "xml_urlset", pages=1)],
     ), result.tree_text()
     assert sorted(result.urls()) == [base + "/news", base + "/p1a", base + "/p2"]
     for path in ("/posts.xml", "/products-old.xml", "/blog.xml"):

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-
-from tests.support import FixtureServer, Route, robots, sitemapindex, text_sitemap, urlset
+from tests.support import Route, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
-from tests.support.fixture_server import RouteLike
-
-SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+from tests.support.fixture_server import RouteLike, SiteFactory
+from tests.support.tree import child_urls, node, robots_of, robots_tree, tree_of
 
 FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
 ONE_AT_A_TIME = {**FAST, "CONCURRENT_REQUESTS": 1}
-
-
-def node(url: str, kind: str, *children: dict, error: str | None = None, pages: int = 0) -> dict:
-    return {"url": url, "kind": kind, "error": error, "page_count": pages, "sub_sitemaps": list(children)}
 
 
 def test_duplicates_within_an_index_and_within_a_urlset(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
@@ -41,18 +34,13 @@ def test_duplicates_within_an_index_and_within_a_urlset(fixture_site: SiteFactor
     result = crawl({"homepage": site.base, "use_known_paths": False}, settings=FAST).assert_ok()
 
     base = site.base
-    assert result.tree == node(
-        base + "/",
-        "website",
+    assert result.tree == robots_tree(
+        base,
         node(
-            base + "/robots.txt",
-            "robots_txt",
-            node(
-                base + "/index.xml",
-                "xml_index",
-                node(base + "/a.xml", "xml_urlset", pages=2),
-                node(base + "/b.xml", "text", pages=2),
-            ),
+            base + "/index.xml",
+            "xml_index",
+            node(base + "/a.xml", "xml_urlset", pages=2),
+            node(base + "/b.xml", "text", pages=2),
         ),
     ), result.tree_text()
     assert site.hits("/index.xml") == 1
@@ -81,16 +69,11 @@ def test_a_sitemap_in_two_indexes_appears_twice(fixture_site: SiteFactory, crawl
 
     base = site.base
     shared = node(base + "/shared.xml", "xml_urlset", pages=2)
-    assert result.tree == node(
-        base + "/",
-        "website",
-        node(
-            base + "/robots.txt",
-            "robots_txt",
-            node(base + "/index-1.xml", "xml_index", shared, node(base + "/own-1.xml", "xml_urlset", pages=1)),
-            node(base + "/index-2.xml", "xml_index", node(base + "/own-2.xml", "xml_urlset", pages=1), shared),
-        ),
-        node(base + "/sitemap.xml", "xml_index", shared),
+    assert result.tree == robots_tree(
+        base,
+        node(base + "/index-1.xml", "xml_index", shared, node(base + "/own-1.xml", "xml_urlset", pages=1)),
+        node(base + "/index-2.xml", "xml_index", node(base + "/own-2.xml", "xml_urlset", pages=1), shared),
+        known=[node(base + "/sitemap.xml", "xml_index", shared)],
     ), result.tree_text()
     assert len(result.node(base + "/shared.xml")) == 3
     # Scrapy's duplicate filter does not apply: each declaration is fetched
@@ -122,14 +105,14 @@ def test_document_order_is_preserved(fixture_site: SiteFactory, crawl: CrawlRunn
     ).assert_ok()
 
     assert result.tree is not None
-    robots_node = result.tree["sub_sitemaps"][0]
-    assert [child["url"] for child in robots_node["sub_sitemaps"]] == [
+    robots_node = robots_of(tree_of(result))
+    assert child_urls(robots_node) == [
         site.url("/zz-last.xml"),
         site.url("/index.xml"),
         site.url("/aa-first.xml"),
     ]
     index_node = robots_node["sub_sitemaps"][1]
-    assert [child["url"] for child in index_node["sub_sitemaps"]] == [site.url("/" + name) for name in names]
+    assert child_urls(index_node) == [site.url("/" + name) for name in names]
     # within a sitemap, pages keep their document order (across batches of 7)
     by_sitemap: dict[str, list[str]] = {}
     for page in result.pages:
@@ -174,20 +157,15 @@ def test_loops_become_invalid_nodes(fixture_site: SiteFactory, crawl: CrawlRunne
 
     base = site.base
     leaf = node(base + "/leaf.xml", "xml_urlset", pages=1)
-    assert result.tree == node(
-        base + "/",
-        "website",
+    assert result.tree == robots_tree(
+        base,
+        node(base + "/self.xml", "xml_index", node(base + "/self.xml", "invalid", error="loop"), leaf),
         node(
-            base + "/robots.txt",
-            "robots_txt",
-            node(base + "/self.xml", "xml_index", node(base + "/self.xml", "invalid", error="loop"), leaf),
-            node(
-                base + "/a.xml",
-                "xml_index",
-                node(base + "/b.xml", "xml_index", node(base + "/a.xml", "invalid", error="loop"), leaf),
-            ),
-            node(base + "/r.xml", "xml_index", node(base + "/hop.xml", "invalid", error="loop")),
+            base + "/a.xml",
+            "xml_index",
+            node(base + "/b.xml", "xml_index", node(base + "/a.xml", "invalid", error="loop"), leaf),
         ),
+        node(base + "/r.xml", "xml_index", node(base + "/hop.xml", "invalid", error="loop")),
     ), result.tree_text()
     # a loop is not fetched again (the redirect is followed once, then recognised)
     assert site.hits("/self.xml") == 1
@@ -256,7 +234,7 @@ def test_default_depth_limit_is_ten_levels(fixture_site: SiteFactory, crawl: Cra
     result = crawl({"homepage": site.base, "use_known_paths": False}, settings=FAST).assert_ok()
 
     assert result.tree is not None
-    levels = chain_depths(result.tree["sub_sitemaps"][0])
+    levels = chain_depths(robots_of(tree_of(result)))
     assert levels[-2:] == [(10, "d10.xml", "xml_index", None), (11, "d11.xml", "invalid", "depth limit")]
     assert site.hits("/d10.xml") == 1
     assert site.hits("/d11.xml") == 0
@@ -269,7 +247,7 @@ def test_depth_limit_also_applies_below_start_urls(fixture_site: SiteFactory, cr
     result = crawl({"sitemap_urls": site.url("/s1.xml")}, settings={**FAST, "SITEMAP_CRAWL_MAX_DEPTH": 1}).assert_ok()
 
     assert result.tree is not None
-    assert chain_depths(result.tree["sub_sitemaps"][0]) == [
+    assert chain_depths(robots_of(tree_of(result))) == [
         (0, "s1.xml", "xml_index", None),
         (1, "s2.xml", "xml_index", None),
         (2, "s3.xml", "invalid", "depth limit"),

@@ -6,13 +6,10 @@ Every test runs the real ``scrapy crawl sitemaps`` command against a local fixtu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-
-from tests.support import CrawlResult, FixtureServer, Route, robots, sitemapindex, text_sitemap, urlset
+from tests.support import CrawlResult, Route, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
-from tests.support.fixture_server import RouteLike
-
-SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+from tests.support.fixture_server import RouteLike, SiteFactory
+from tests.support.tree import child_urls, children, node, robots_of, robots_tree, tree_of, website_node
 
 FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
 ONE_AT_A_TIME = {**FAST, "CONCURRENT_REQUESTS": 1}
@@ -36,13 +33,9 @@ KNOWN_PATHS = [
 """The well-known paths, in their documented fixed order (docs/arguments.md)."""
 
 
-def node(url: str, kind: str, *children: dict, error: str | None = None, pages: int = 0) -> dict:
-    return {"url": url, "kind": kind, "error": error, "page_count": pages, "sub_sitemaps": list(children)}
-
-
 def top_level(result: CrawlResult) -> list[tuple[str, str]]:
     assert result.tree is not None, result.log[-3000:]
-    return [(child["url"], child["kind"]) for child in result.tree["sub_sitemaps"]]
+    return children(tree_of(result))
 
 
 def test_robots_sitemap_lines_in_every_spelling_in_file_order(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
@@ -66,14 +59,9 @@ def test_robots_sitemap_lines_in_every_spelling_in_file_order(fixture_site: Site
     result = crawl({"homepage": site.base, "use_known_paths": False}, settings=ONE_AT_A_TIME).assert_ok()
 
     base = site.base
-    assert result.tree == node(
-        base + "/",
-        "website",
-        node(
-            base + "/robots.txt",
-            "robots_txt",
-            *(node(f"{base}/{name}.xml", "xml_urlset", pages=1) for name in names),
-        ),
+    assert result.tree == robots_tree(
+        base,
+        *(node(f"{base}/{name}.xml", "xml_urlset", pages=1) for name in names),
     ), result.tree_text()
     assert result.urls() == [f"{base}/page-{name}" for name in names]
     # fetched once each, in file order, robots.txt first
@@ -123,17 +111,12 @@ def test_known_paths_skip_urls_seen_under_robots_also_after_redirects(
     result = crawl({"homepage": site.base}, settings=FAST).assert_ok()
 
     base = site.base
-    assert result.tree == node(
-        base + "/",
-        "website",
-        node(
-            base + "/robots.txt",
-            "robots_txt",
-            node(base + "/sitemap.xml", "xml_index", node(base + "/sitemap-news.xml", "xml_urlset", pages=1)),
-            node(base + "/moved.xml", "xml_urlset", pages=1),
-            node(base + "/sitemap_index.xml.gz", "invalid", error="HTTP 404"),
-        ),
-        node(base + "/sitemap_news.xml", "xml_urlset", pages=1),
+    assert result.tree == robots_tree(
+        base,
+        node(base + "/sitemap.xml", "xml_index", node(base + "/sitemap-news.xml", "xml_urlset", pages=1)),
+        node(base + "/moved.xml", "xml_urlset", pages=1),
+        node(base + "/sitemap_index.xml.gz", "invalid", error="HTTP 404"),
+        known=[node(base + "/sitemap_news.xml", "xml_urlset", pages=1)],
     ), result.tree_text()
     assert sorted(result.urls()) == sorted([base + "/news-1", base + "/moved-1", base + "/known-1"])
     # URLs seen under robots.txt are not even requested again as known paths...
@@ -169,9 +152,8 @@ def test_failed_known_paths_are_left_out_of_the_tree(fixture_site: SiteFactory, 
     result = crawl({"homepage": site.base}, settings=FAST).assert_ok()
 
     base = site.base
-    assert result.tree == node(
-        base + "/",
-        "website",
+    assert result.tree == website_node(
+        base,
         node(base + "/.sitemap.xml", "xml_urlset", pages=1),
         node(base + "/sitemap", "text", pages=1),
     ), result.tree_text()
@@ -235,7 +217,7 @@ def test_robots_txt_and_known_paths_hang_under_one_website_node(fixture_site: Si
         (site.url("/sitemap.xml"), "xml_urlset"),  # known paths follow robots.txt, in the fixed order
         (site.url("/sitemap-news.xml"), "xml_urlset"),
     ]
-    assert [child["url"] for child in result.tree["sub_sitemaps"][0]["sub_sitemaps"]] == [site.url("/declared.xml")]
+    assert child_urls(robots_of(tree_of(result))) == [site.url("/declared.xml")]
     assert sorted(result.urls()) == [site.url("/a"), site.url("/b"), site.url("/c")]
 
 

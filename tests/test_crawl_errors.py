@@ -4,19 +4,12 @@ node saying why, an incomplete one keeps its kind and pages, and the crawl goes 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-
-from tests.support import FixtureServer, Route, robots, sitemapindex, text_sitemap, urlset
+from tests.support import Route, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
-from tests.support.fixture_server import RouteLike
-
-SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+from tests.support.fixture_server import SiteFactory
+from tests.support.tree import node, robots_tree, website_node
 
 FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
-
-
-def node(url: str, kind: str, *children: dict, error: str | None = None, pages: int = 0) -> dict:
-    return {"url": url, "kind": kind, "error": error, "page_count": pages, "sub_sitemaps": list(children)}
 
 
 def test_failed_declared_sitemaps_become_invalid_nodes_and_the_crawl_goes_on(
@@ -68,33 +61,28 @@ def test_failed_declared_sitemaps_become_invalid_nodes_and_the_crawl_goes_on(
     ).assert_ok()
 
     url = site.url
-    assert result.tree == node(
-        site.base + "/",
-        "website",
+    assert result.tree == robots_tree(
+        site.base,
+        node(url("/missing.xml"), "invalid", error="HTTP 404"),
+        node(url("/broken.xml"), "invalid", error="HTTP 500"),
+        node(url("/ok.xml"), "xml_urlset", pages=2),
+        node(url("/html.xml"), "invalid", error="not a sitemap"),
+        node(url("/empty.xml"), "invalid", error="not a sitemap"),
+        node(url("/other-root.xml"), "invalid", error="not a sitemap"),
+        node(url("/words.txt"), "invalid", error="not a sitemap"),
+        node(url("/slow.xml"), "invalid", error="timeout"),
+        node(url("/hang-up.xml"), "invalid", error="connection error"),
         node(
-            url("/robots.txt"),
-            "robots_txt",
-            node(url("/missing.xml"), "invalid", error="HTTP 404"),
-            node(url("/broken.xml"), "invalid", error="HTTP 500"),
-            node(url("/ok.xml"), "xml_urlset", pages=2),
-            node(url("/html.xml"), "invalid", error="not a sitemap"),
-            node(url("/empty.xml"), "invalid", error="not a sitemap"),
-            node(url("/other-root.xml"), "invalid", error="not a sitemap"),
-            node(url("/words.txt"), "invalid", error="not a sitemap"),
-            node(url("/slow.xml"), "invalid", error="timeout"),
-            node(url("/hang-up.xml"), "invalid", error="connection error"),
-            node(
-                url("/index.xml"),
-                "xml_index",
-                node(url("/nested-404.xml"), "invalid", error="HTTP 404"),
-                node(url("/nested-ok.xml"), "xml_urlset", pages=1),
-                node(url("/nested-503.xml"), "invalid", error="HTTP 503"),
-            ),
-            node(url("/redirect-to-missing.xml"), "invalid", error="HTTP 404"),
-            node(url("/garbage.xml"), "invalid", error="parse error"),
-            node(url("/unfinished.xml"), "xml_urlset", error="truncated", pages=2),
-            node(url("/ok-too.xml"), "text", pages=1),
+            url("/index.xml"),
+            "xml_index",
+            node(url("/nested-404.xml"), "invalid", error="HTTP 404"),
+            node(url("/nested-ok.xml"), "xml_urlset", pages=1),
+            node(url("/nested-503.xml"), "invalid", error="HTTP 503"),
         ),
+        node(url("/redirect-to-missing.xml"), "invalid", error="HTTP 404"),
+        node(url("/garbage.xml"), "invalid", error="parse error"),
+        node(url("/unfinished.xml"), "xml_urlset", error="truncated", pages=2),
+        node(url("/ok-too.xml"), "text", pages=1),
     ), result.tree_text()
     assert sorted(result.urls()) == [url(path) for path in ("/nested-1", "/ok-1", "/ok-2", "/ok-3", "/u1", "/u2")]
     stats = result.stats
@@ -157,16 +145,11 @@ def test_redirects_are_followed_and_recorded_under_the_declared_url(
     ).assert_ok()
 
     url = site.url
-    assert result.tree == node(
-        site.base + "/",
-        "website",
-        node(
-            url("/robots.txt"),
-            "robots_txt",
-            node(url("/old.xml"), "xml_urlset", pages=2),
-            node(url("/moved-index.xml"), "xml_index", node(url("/child.xml"), "xml_urlset", pages=1)),
-            node(url("/loop-a.xml"), "invalid", error="redirect limit"),
-        ),
+    assert result.tree == robots_tree(
+        site.base,
+        node(url("/old.xml"), "xml_urlset", pages=2),
+        node(url("/moved-index.xml"), "xml_index", node(url("/child.xml"), "xml_urlset", pages=1)),
+        node(url("/loop-a.xml"), "invalid", error="redirect limit"),
     ), result.tree_text()
     assert sorted((page["url"], page["sitemap_url"]) for page in result.pages) == [
         (url("/child-page"), url("/child.xml")),
@@ -211,9 +194,8 @@ def test_a_start_url_that_fails_is_an_invalid_node(fixture_site: SiteFactory, cr
 
     result = crawl({"sitemap_urls": f"{site.url('/missing.xml')},{site.url('/ok.xml')}"}, settings=FAST).assert_ok()
 
-    assert result.tree == node(
-        site.base + "/",
-        "website",
+    assert result.tree == website_node(
+        site.base,
         node(site.url("/missing.xml"), "invalid", error="HTTP 404"),
         node(site.url("/ok.xml"), "xml_urlset", pages=1),
     )

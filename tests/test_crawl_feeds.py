@@ -4,33 +4,22 @@ page occurrence, fields in the documented order and types, in JSON, JSON lines, 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import marshal
 import pickle
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.support import CrawlResult, FixtureServer, robots, rss, urlset
+from sitemap_crawl.items import PAGE_FIELDS
+from tests.support import FixtureServer, robots, rss, urlset
 from tests.support.crawl import CrawlRunner
-from tests.support.fixture_server import RouteLike
-
-SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+from tests.support.feeds import read_feed
+from tests.support.fixture_server import SiteFactory
+from tests.support.tree import robots_of, tree_of
 
 SETTINGS = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5, "CONCURRENT_REQUESTS": 1}
 
-PAGE_FIELDS = [
-    "url",
-    "sitemap_url",
-    "priority",
-    "last_modified",
-    "change_frequency",
-    "news",
-    "images",
-    "videos",
-    "alternates",
-]
 NEWS_FIELDS = [
     "title",
     "publish_date",
@@ -202,10 +191,6 @@ def as_xml(value: Any) -> Any:
     return str(value)
 
 
-def other_feed(result: CrawlResult, path: Path, output_format: str) -> CrawlResult:
-    return dataclasses.replace(result, feed_path=path, output_format=output_format)
-
-
 def feed_args(directory: Path) -> list[str]:
     return [
         "-O",
@@ -252,7 +237,7 @@ def test_every_feed_format_gets_one_row_per_page(fixture_site: SiteFactory, craw
     rows = result.pages
     assert rows == expected
     for row in rows:
-        assert list(row) == PAGE_FIELDS
+        assert list(row) == list(PAGE_FIELDS)
         assert isinstance(row["priority"], float)
         for image in row["images"]:
             assert list(image) == IMAGE_FIELDS
@@ -265,21 +250,21 @@ def test_every_feed_format_gets_one_row_per_page(fixture_site: SiteFactory, craw
 
     feeds = tmp_path / "feeds"
     # JSON: the same objects, in the same order
-    assert other_feed(result, feeds / "extra.json", "json").pages == expected
-    assert [list(row) for row in json.loads((feeds / "extra.json").read_text("utf-8"))] == [PAGE_FIELDS] * 6
+    assert read_feed(feeds / "extra.json") == expected
+    assert [list(row) for row in read_feed(feeds / "extra.json")] == [list(PAGE_FIELDS)] * 6
     # .jl is JSON lines too
     assert (feeds / "extra.jl").read_bytes() == result.feed_path.read_bytes()  # type: ignore[union-attr]
 
     # CSV: the columns in order, nested fields as JSON text, empty cells for null and empty lists
-    csv_rows = other_feed(result, feeds / "extra.csv", "csv").pages
-    assert [list(row) for row in csv_rows] == [PAGE_FIELDS] * 6
+    csv_rows = read_feed(feeds / "extra.csv")
+    assert [list(row) for row in csv_rows] == [list(PAGE_FIELDS)] * 6
     assert csv_rows == [{name: as_csv(page[name], name) for name in PAGE_FIELDS} for page in expected]
     assert json.loads(csv_rows[0]["images"]) == expected[0]["images"]
     assert csv_rows[1]["news"] == csv_rows[1]["images"] == csv_rows[1]["last_modified"] == ""
 
     # XML: nested elements
-    xml_rows = other_feed(result, feeds / "extra.xml", "xml").pages
-    assert [list(row) for row in xml_rows] == [PAGE_FIELDS] * 6
+    xml_rows = read_feed(feeds / "extra.xml")
+    assert [list(row) for row in xml_rows] == [list(PAGE_FIELDS)] * 6
     assert xml_rows == [as_xml(page) for page in expected]
 
     # Scrapy's binary formats get one record per page as well
@@ -327,7 +312,7 @@ def test_per_page_items_and_any_batch_size_give_the_same_feeds(
     for _, result in results.values():
         assert result.stats["sitemap_crawl/pages"] == 6
         assert result.tree is not None
-        assert [node["page_count"] for node in result.tree["sub_sitemaps"][0]["sub_sitemaps"]] == [5, 1]
+        assert [node["page_count"] for node in robots_of(tree_of(result))["sub_sitemaps"]] == [5, 1]
 
 
 def test_feed_export_fields_keep_their_meaning(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
@@ -345,6 +330,6 @@ def test_feed_export_fields_keep_their_meaning(fixture_site: SiteFactory, crawl:
         {"url": page["url"], "images": as_csv(page["images"], "images"), "priority": str(page["priority"])}
         for page in expected
     ]
-    assert other_feed(result, tmp_path / "fields.jsonl", "jsonl").pages == [
+    assert read_feed(tmp_path / "fields.jsonl") == [
         {"url": page["url"], "images": page["images"], "priority": page["priority"]} for page in expected
     ]

@@ -5,25 +5,11 @@ from __future__ import annotations
 
 import gzip
 from collections import defaultdict
-from collections.abc import Callable, Mapping
 from typing import Any
 
-from tests.support import (
-    CrawlResult,
-    FixtureServer,
-    Route,
-    atom,
-    gzip_bytes,
-    robots,
-    rss,
-    sitemapindex,
-    text_sitemap,
-    urlset,
-)
+from tests.support import CrawlResult, Route, atom, gzip_bytes, robots, rss, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
-from tests.support.fixture_server import RouteLike
-
-SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+from tests.support.fixture_server import SiteFactory
 
 FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
 

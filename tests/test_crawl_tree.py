@@ -5,23 +5,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from tests.support import CrawlResult, FixtureServer, Route, robots, rss, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
-from tests.support.fixture_server import RouteLike
-
-SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
+from tests.support.fixture_server import SiteFactory
+from tests.support.tree import node, robots_of, tree_of, website_node
 
 FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
 NODE_KEYS = ["url", "kind", "error", "page_count", "sub_sitemaps"]
 KINDS = {"website", "robots_txt", "xml_index", "xml_urlset", "rss", "atom", "text", "invalid"}
-
-
-def node(url: str, kind: str, *children: dict, error: str | None = None, pages: int = 0) -> dict:
-    return {"url": url, "kind": kind, "error": error, "page_count": pages, "sub_sitemaps": list(children)}
 
 
 def mixed_site(fixture_site: SiteFactory) -> FixtureServer:
@@ -51,9 +45,8 @@ def test_tree_file_log_rendering_and_stats(fixture_site: SiteFactory, crawl: Cra
     result = crawl({"homepage": site.base}, settings=FAST).assert_ok()
 
     url = site.url
-    expected = node(
-        site.base + "/",
-        "website",
+    expected = website_node(
+        site.base,
         node(
             url("/robots.txt"),
             "robots_txt",
@@ -152,7 +145,7 @@ def test_tree_file_is_written_when_the_crawl_stops_early_on_an_item_count(
     assert site.hits("/sitemap.xml") == 0
     assert result.tree is not None
     assert result.tree["url"] == site.base + "/"
-    robots_node = result.tree["sub_sitemaps"][0]
+    robots_node = robots_of(tree_of(result))
     assert (robots_node["url"], robots_node["kind"]) == (site.url("/robots.txt"), "robots_txt")
     first = robots_node["sub_sitemaps"][0]
     assert (first["url"], first["kind"]) == (site.url("/first.xml"), "xml_urlset")
@@ -185,7 +178,7 @@ def test_tree_file_is_written_when_the_crawl_is_interrupted(fixture_site: SiteFa
     assert site.hits("/later.xml") == 0
     assert site.hits("/sitemap.xml") == 0
     assert result.tree is not None
-    robots_node = result.tree["sub_sitemaps"][0]
+    robots_node = robots_of(tree_of(result))
     assert robots_node["url"] == site.url("/robots.txt")
     assert robots_node["sub_sitemaps"][0] == node(site.url("/fast.xml"), "xml_urlset", pages=2)
     assert site.url("/later.xml") not in result.kinds()

@@ -9,6 +9,7 @@ import pprint
 import socket
 import textwrap
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -17,13 +18,7 @@ from typing import Any
 
 import pytest
 from lxml import etree
-from scrapy.exporters import (
-    BaseItemExporter,
-    CsvItemExporter,
-    JsonItemExporter,
-    JsonLinesItemExporter,
-    XmlItemExporter,
-)
+from scrapy.exporters import BaseItemExporter, CsvItemExporter, JsonItemExporter, JsonLinesItemExporter, XmlItemExporter
 
 from tests.support import (
     SITEMAP_NS,
@@ -38,8 +33,8 @@ from tests.support import (
     text_sitemap,
     urlset,
 )
-from tests.support.crawl import CrawlRunner, build_command
-from tests.support.fixture_server import NOT_FOUND_BODY, SiteFactory
+from tests.support.crawl import FEED_FORMATS, CrawlRunner, build_command
+from tests.support.fixture_server import NOT_FOUND_BODY, PAGE_BODY, SiteFactory
 
 
 def fetch(site: FixtureServer, path: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
@@ -137,6 +132,41 @@ def test_head_and_keep_alive(fixture_site: SiteFactory) -> None:
         ("GET", "/nope"),
         ("GET", "/b.xml"),
     ]
+
+
+def test_generated_pages_fast_path() -> None:
+    with FixtureServer({"/s.xml": "<urlset/>"}, pages="/p/") as site:
+        conn = http.client.HTTPConnection("127.0.0.1", site.port, timeout=10)
+        try:
+            conn.request("GET", "/p/1")
+            first_socket = conn.sock
+            for method, path, status, body in [
+                ("GET", "/p/1", 200, PAGE_BODY),
+                ("GET", "/s.xml", 200, b"<urlset/>"),
+                ("GET", "/p/2/3?q=1", 200, PAGE_BODY),
+                ("HEAD", "/p/4", 200, b""),  # not a GET: the usual path, recorded
+                ("GET", "/nope", 404, NOT_FOUND_BODY),
+            ]:
+                if (method, path) != ("GET", "/p/1"):
+                    conn.request(method, path)
+                response = conn.getresponse()
+                assert (response.status, response.read()) == (status, body), path
+                assert not response.will_close
+            assert conn.sock is first_socket  # keep-alive across both paths
+            conn.request("GET", "/p/5", headers={"Connection": "close"})
+            response = conn.getresponse()
+            assert (response.read(), response.will_close) == (PAGE_BODY, True)
+        finally:
+            conn.close()
+        assert site.page_hits == 4
+        assert site.paths() == ["/s.xml", "/p/4", "/nope"]
+        with pytest.raises(ValueError, match="generated pages"):
+            site["/p/x"] = "a route under the prefix"
+        del site["/s.xml"]
+        assert urllib.request.urlopen(site.url("/p/6"), timeout=10).read() == PAGE_BODY
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(site.url("/s.xml"), timeout=10)
+        assert site.errors == []
 
 
 def test_redirects(fixture_site: SiteFactory) -> None:
@@ -518,7 +548,7 @@ def export(
 
 
 def result_for(tmp_path: Path, output_format: str | None, *, stderr: str = "") -> CrawlResult:
-    extension = {"jsonl": "jsonl", "json": "json", "csv": "csv", "xml": "xml"}.get(output_format or "")
+    extension = FEED_FORMATS.get(output_format or "")
     return CrawlResult(
         command=["scrapy"],
         returncode=0,

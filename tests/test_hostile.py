@@ -46,6 +46,7 @@ from tests.support import (
 )
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import RouteLike, SiteFactory
+from tests.support.tree import child_urls, children, tree_of
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -624,7 +625,7 @@ def index_loops(env: CaseEnv) -> FixtureServer:
 
 def check_index_repeats(result: CrawlResult, site: FixtureServer) -> str:
     node = expect(result, site, "/repeat.xml", "xml_index", None)
-    assert [c["url"] for c in node["sub_sitemaps"]] == [site.url("/child.xml")]
+    assert child_urls(node) == [site.url("/child.xml")]
     assert site.hits("/child.xml") == 1
     assert page_urls(result, site, "/child.xml") == [site.url("/child/1")]
     good_survives(result, site)
@@ -664,7 +665,7 @@ def index_chain(env: CaseEnv) -> FixtureServer:
 
 def check_robots_found_good(result: CrawlResult, site: FixtureServer) -> str:
     node = expect(result, site, "/robots.txt", "robots_txt", None)
-    assert [c["url"] for c in node["sub_sitemaps"]] == [site.url("/good.xml")]
+    assert child_urls(node) == [site.url("/good.xml")]
     good_survives(result, site)
     return f"{outcome(node)}; its Sitemap: line found"
 
@@ -700,7 +701,7 @@ def robots_utf16(env: CaseEnv) -> FixtureServer:
 
 def check_robots_left_out(result: CrawlResult, site: FixtureServer) -> str:
     assert result.tree is not None
-    assert [(c["url"], c["kind"]) for c in result.tree["sub_sitemaps"]] == [(site.url("/sitemap.xml"), "xml_urlset")]
+    assert children(tree_of(result)) == [(site.url("/sitemap.xml"), "xml_urlset")]
     assert site.hits("/robots.txt") >= 1
     assert set(result.urls()) == {site.url("/found/1")}
     return "robots.txt left out of the tree; the known path /sitemap.xml still read"

@@ -22,7 +22,6 @@ from sitemap_crawl.loader import (
     read_saved_state,
 )
 from tests.support import atom, gzip_bytes, robots, rss, sitemapindex, text_sitemap, urlset
-from tests.test_loader_support import index_bytes, urlset_bytes
 
 BASE = "https://site.test"
 
@@ -157,7 +156,7 @@ def test_every_format_reaches_the_queue() -> None:
 
 def test_bounded_queue_pauses_the_parser_without_refetching() -> None:
     urls = pages("p", 5000)
-    web = FakeWeb({f"{BASE}/big.xml": urlset_bytes(urls)})
+    web = FakeWeb({f"{BASE}/big.xml": urlset(*urls)})
 
     async def main() -> None:
         loader = SitemapRequestLoader([f"{BASE}/big.xml"], fetch=web, max_buffer_size=50)
@@ -188,7 +187,7 @@ def test_a_slow_consumer_gets_every_page_of_50000() -> None:
     """The consumer is far slower than the download: nothing is lost, the sitemap is
     downloaded once, the queue never exceeds its bound, and the producer waits on an event."""
     urls = pages("p", 50_000)
-    web = FakeWeb({f"{BASE}/big.xml": urlset_bytes(urls)})
+    web = FakeWeb({f"{BASE}/big.xml": urlset(*urls)})
     sizes: list[int] = []
 
     async def main() -> None:
@@ -216,7 +215,7 @@ def test_a_slow_consumer_gets_every_page_of_50000() -> None:
 
 def test_waiting_is_on_events_not_polling(monkeypatch: pytest.MonkeyPatch) -> None:
     """While the queue is full and nobody consumes, the producer does not wake up."""
-    web = FakeWeb({f"{BASE}/big.xml": urlset_bytes(pages("p", 1000))})
+    web = FakeWeb({f"{BASE}/big.xml": urlset(*pages("p", 1000))})
     timed_sleeps: list[float] = []
     real_sleep = asyncio.sleep
 
@@ -409,12 +408,12 @@ def test_the_depth_limit_comes_from_the_settings() -> None:
 
 def make_site(sitemaps: int = 3, per: int = 400) -> tuple[FakeWeb, list[str]]:
     routes: dict[str, str | bytes | int] = {
-        f"{BASE}/index.xml": index_bytes([f"{BASE}/s{i}.xml" for i in range(sitemaps)])
+        f"{BASE}/index.xml": sitemapindex(*(f"{BASE}/s{i}.xml" for i in range(sitemaps)))
     }
     everything: list[str] = []
     for i in range(sitemaps):
         urls = pages(f"s{i}", per)
-        routes[f"{BASE}/s{i}.xml"] = urlset_bytes(urls)
+        routes[f"{BASE}/s{i}.xml"] = urlset(*urls)
         everything += urls
     return FakeWeb(routes), everything
 

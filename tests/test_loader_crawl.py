@@ -7,22 +7,22 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from sitemap_crawl.loader import STATE_FIELDS, LoaderState, read_saved_state
-from tests.support.crawl import RunningCrawl
-from tests.test_loader_support import (
+from tests.support.fixture_server import FixtureServer
+from tests.support.sitemaps import urlset
+from tests.support.spiders import (
     LEAN_SETTINGS,
-    FastSite,
-    index_bytes,
     read_lines,
+    recording_spider,
     run_spider,
+    serve_paged_sitemaps,
     start_spider,
-    urlset_bytes,
+    wait_for_lines,
 )
 
 SITEMAPS = 4
@@ -33,19 +33,6 @@ SATURATING = {"CONCURRENT_REQUESTS": 8, "CONCURRENT_REQUESTS_PER_DOMAIN": 8}
 """A downloader that fills up before MAX_IN_FLIGHT, so that Scrapy pulls the lazy start
 requests without waiting a loop turn for each (on a loaded machine, a localhost crawl is
 latency-bound otherwise)."""
-
-
-def wait_for_lines(path: Path, count: int, running: RunningCrawl, timeout: float) -> int:
-    deadline = time.monotonic() + timeout
-    lines = 0
-    while time.monotonic() < deadline and running.running():
-        if path.exists():
-            with path.open("rb") as handle:
-                lines = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
-            if lines >= count:
-                break
-        time.sleep(0.2)
-    return lines
 
 
 def check_state_file(data: dict[str, object], sitemap_urls: list[str], pages: dict[str, set[str]]) -> LoaderState:
@@ -74,31 +61,16 @@ def check_state_file(data: dict[str, object], sitemap_urls: list[str], pages: di
 
 @pytest.mark.timeout(1800)
 def test_kill_9_in_the_middle_of_200000_pages_then_resume(tmp_path: Path) -> None:
-    with FastSite() as site:
-        sitemap_urls = [site.url("/index.xml")] + [site.url(f"/s{n}.xml") for n in range(SITEMAPS)]
-        pages: dict[str, set[str]] = {}
-        site["/index.xml"] = index_bytes(sitemap_urls[1:])
-        for n in range(SITEMAPS):
-            urls = [site.url(f"/p/{n}/{i}") for i in range(PER_SITEMAP)]
-            site[f"/s{n}.xml"] = urlset_bytes(urls)
-            pages[sitemap_urls[n + 1]] = set(urls)
+    with FixtureServer(pages="/p/") as site:
+        sitemaps = serve_paged_sitemaps(site, [PER_SITEMAP] * SITEMAPS)
+        sitemap_urls = [site.url("/index.xml"), *sitemaps]
+        pages = {url: set(urls) for url, urls in sitemaps.items()}
         everything = set().union(*pages.values())
         assert len(everything) == SITEMAPS * PER_SITEMAP
 
         jobdir = tmp_path / "job"
         handled_file = tmp_path / "handled.txt"
-        source = f"""
-        import os
-        from sitemap_crawl import SitemapSpider
-
-        class Big(SitemapSpider):
-            name = "big"
-            sitemap_urls = ["{site.url("/index.xml")}"]
-            fd = os.open({str(handled_file)!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-
-            def parse(self, response):
-                os.write(self.fd, response.url.encode() + b"\\n")  # one write(): survives kill -9
-        """
+        source = recording_spider("big", site.url("/index.xml"), handled_file)
         settings = {
             **LEAN_SETTINGS,
             **SATURATING,
@@ -149,8 +121,8 @@ def test_kill_9_in_the_middle_of_200000_pages_then_resume(tmp_path: Path) -> Non
         assert duplicates == in_flight
         assert len(all_lines) == len(everything) + len(duplicates)
         # the first run's sitemaps were not read again, the one in progress was
-        assert site.hits["/s0.xml"] == 1 and site.hits["/s1.xml"] == 2
-        assert site.hits["/s2.xml"] == site.hits["/s3.xml"] == 1
+        assert site.hits("/s0.xml") == 1 and site.hits("/s1.xml") == 2
+        assert site.hits("/s2.xml") == site.hits("/s3.xml") == 1
 
         final = read_saved_state(jobdir)
         assert final is not None and final.completed
@@ -161,38 +133,37 @@ def test_kill_9_in_the_middle_of_200000_pages_then_resume(tmp_path: Path) -> Non
 
 @pytest.mark.timeout(600)
 def test_a_consumer_throttled_to_a_few_pages_per_second_gets_all_50000(tmp_path: Path) -> None:
-    with FastSite() as site:
+    with FixtureServer(pages="/p/") as site:
         urls = [site.url(f"/p/{i}") for i in range(50_000)]
-        site["/big.xml"] = urlset_bytes(urls)
+        site["/big.xml"] = urlset(*urls).encode()
         handled_file = tmp_path / "handled.txt"
-        source = f"""
-        import asyncio, json, os, time
-        from sitemap_crawl import SitemapSpider
-
-        class Throttled(SitemapSpider):
-            name = "throttled"
-            sitemap_urls = ["{site.url("/big.xml")}"]
-            fd = os.open({str(handled_file)!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        source = recording_spider(
+            "throttled",
+            site.url("/big.xml"),
+            handled_file,
+            imports="import asyncio, json, time",
+            is_async=True,
+            members="""
             throttle_until = None
             gate = None
             largest_queue = 0
             largest_in_progress = 0
 
-            async def parse(self, response):
-                if self.throttle_until is None:
-                    self.throttle_until = time.monotonic() + 8
-                    self.gate = asyncio.Lock()
-                if time.monotonic() < self.throttle_until:
-                    async with self.gate:  # one page at a time, 4 per second
-                        await asyncio.sleep(0.25)
-                loader = self.sitemap_loader
-                self.largest_queue = max(self.largest_queue, len(loader._queue))
-                self.largest_in_progress = max(self.largest_in_progress, loader.in_progress_count)
-                os.write(self.fd, response.url.encode() + b"\\n")
-
             def closed(self, reason):
                 self.logger.info("largest %s", json.dumps([self.largest_queue, self.largest_in_progress]))
-        """
+            """,
+            parse="""
+            if self.throttle_until is None:
+                self.throttle_until = time.monotonic() + 8
+                self.gate = asyncio.Lock()
+            if time.monotonic() < self.throttle_until:
+                async with self.gate:  # one page at a time, 4 per second
+                    await asyncio.sleep(0.25)
+            loader = self.sitemap_loader
+            self.largest_queue = max(self.largest_queue, len(loader._queue))
+            self.largest_in_progress = max(self.largest_in_progress, loader.in_progress_count)
+            """,
+        )
         settings = {
             **LEAN_SETTINGS,
             **SATURATING,
@@ -202,14 +173,14 @@ def test_a_consumer_throttled_to_a_few_pages_per_second_gets_all_50000(tmp_path:
         with start_spider(tmp_path / "run", source, settings=settings, feed=False) as running:
             # while the consumer crawls along, the sitemap has been downloaded once and for all
             assert wait_for_lines(handled_file, 5, running, timeout=60) >= 5
-            assert site.hits["/big.xml"] == 1
+            assert site.hits("/big.xml") == 1
             del site["/big.xml"]  # a second download would now fail
             result = running.wait(500)
         assert result.returncode == 0, result.log[-3000:]
         assert "Traceback" not in result.log
         handled = read_lines(handled_file)
         assert sorted(handled) == sorted(urls)
-        assert site.hits["/big.xml"] == 1
+        assert site.hits("/big.xml") == 1
         largest = json.loads(result.log.split("largest ", 1)[1].split("\n", 1)[0])
         assert largest[0] <= 500 and largest[1] <= 40
         assert result.stats["sitemap_crawl/loader/pages_handled"] == 50_000

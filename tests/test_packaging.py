@@ -24,6 +24,7 @@ from scrapy.settings import Settings
 import sitemap_crawl
 from sitemap_crawl.config import DEFAULTS
 from tests.support import REPO_ROOT, robots, sitemapindex, urlset
+from tests.support.feeds import read_feed
 from tests.support.fixture_server import SiteFactory
 
 PACKAGE = "sitemap_crawl"
@@ -168,7 +169,7 @@ def test_a_fresh_project_runs_on_the_wheel_alone(wheel: Path, tmp_path: Path, fi
         cwd=project,
         env=env,
     )  # fmt: skip
-    pages = (project / "pages.jsonl").read_text("utf-8").splitlines()
+    pages = read_feed(project / "pages.jsonl")
     assert len(pages) == 2, completed.stderr[-3000:]
     assert '"kind": "xml_urlset"' in (project / "tree.json").read_text("utf-8")
     probe = run([sys.executable, "-c", "import sitemap_crawl; print(sitemap_crawl.__file__)"], cwd=tmp_path, env=env)
@@ -218,7 +219,7 @@ def test_scrapyd_deploy_egg(tmp_path: Path, fixture_site: SiteFactory) -> None:
     assert len(site.render(site["/sitemap.xml"].body)) > DEFAULTS["SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE"]
     url = site.url("/sitemap.xml")
     crawl = run([*scrapyd, "crawl", "sitemaps", "-a", f"sitemap_urls={url}", "-O", "pages.jsonl"], cwd=workdir, env=env)
-    assert len((workdir / "pages.jsonl").read_text("utf-8").splitlines()) == 8000, crawl.stderr[-3000:]
+    assert len(read_feed(workdir / "pages.jsonl")) == 8000, crawl.stderr[-3000:]
     assert " ERROR: " not in crawl.stderr and "Parsing worker" not in crawl.stderr, crawl.stderr[-3000:]
     assert_remote_surfaces_off(crawl.stderr)
 

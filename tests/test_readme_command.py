@@ -8,34 +8,22 @@ that nothing is written into the repository itself).
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 
+from sitemap_crawl.items import PAGE_FIELDS
 from tests.support import REPO_ROOT, FixtureServer, robots, sitemapindex, text_sitemap, urlset
-from tests.support.fixture_server import RouteLike
+from tests.support.feeds import csv_columns, read_feed
+from tests.support.fixture_server import SiteFactory
+from tests.support.tree import robots_of
 
-SiteFactory = Callable[[Mapping[str, RouteLike] | None], FixtureServer]
-
-PAGE_FIELDS = [
-    "url",
-    "sitemap_url",
-    "priority",
-    "last_modified",
-    "change_frequency",
-    "news",
-    "images",
-    "videos",
-    "alternates",
-]
 SCRUBBED_ENV = ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 
 
@@ -115,10 +103,8 @@ def test_readme_command_writes_pages_csv(readme_site: FixtureServer, tmp_path: P
     process = run_readme_command(readme_site.base + "/", output)
 
     assert_clean_run(process)
-    with output.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        rows = list(reader)
-    assert reader.fieldnames == PAGE_FIELDS
+    rows = read_feed(output)
+    assert csv_columns(output) == list(PAGE_FIELDS)
     assert sorted(row["url"] for row in rows) == expected_urls(readme_site)
     post = next(row for row in rows if row["url"] == readme_site.url("/post-1"))
     assert post["sitemap_url"] == readme_site.url("/posts.xml")
@@ -135,9 +121,9 @@ def test_readme_command_writes_pages_json(readme_site: FixtureServer, tmp_path: 
     process = run_readme_command(readme_site.base + "/", output)
 
     assert_clean_run(process)
-    rows = json.loads(output.read_text("utf-8"))
+    rows = read_feed(output)
     assert sorted(row["url"] for row in rows) == expected_urls(readme_site)
-    assert all(list(row) == PAGE_FIELDS for row in rows)
+    assert all(list(row) == list(PAGE_FIELDS) for row in rows)
     post = next(row for row in rows if row["url"] == readme_site.url("/post-1"))
     assert post["priority"] == 0.7
     assert post["images"][0]["loc"] == readme_site.url("/p.png")
@@ -156,11 +142,11 @@ def test_contract_command_with_a_tree_file(readme_site: FixtureServer, tmp_path:
     )
 
     assert_clean_run(process)
-    rows = [json.loads(line) for line in output.read_text("utf-8").splitlines() if line.strip()]
+    rows = read_feed(output)
     assert sorted(row["url"] for row in rows) == expected_urls(readme_site)
     written = json.loads(tree.read_text("utf-8"))
     assert (written["url"], written["kind"]) == (readme_site.base + "/", "website")
-    robots_node = written["sub_sitemaps"][0]
+    robots_node = robots_of(written)
     assert robots_node["kind"] == "robots_txt"
     index = robots_node["sub_sitemaps"][0]
     assert [(child["url"], child["kind"], child["page_count"]) for child in index["sub_sitemaps"]] == [

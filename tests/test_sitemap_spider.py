@@ -17,7 +17,15 @@ from sitemap_crawl.loader import STATE_FIELDS, read_saved_state
 from tests.support import FixtureServer, Route, atom, robots, rss, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlResult
 from tests.support.fixture_server import SiteFactory
-from tests.test_loader_support import read_lines, run_spider, start_spider
+from tests.support.spiders import (
+    read_lines,
+    recording_spider,
+    run_spider,
+    serve_paged_sitemaps,
+    sitemap_spider,
+    start_spider,
+    wait_for_lines,
+)
 
 HTML = "<html><body>page {base}</body></html>"
 
@@ -314,17 +322,14 @@ def test_every_format_and_the_page_item_in_meta(fixture_site: SiteFactory, tmp_p
         "/atom/1",
         "/txt/1",
     )
-    source = f"""
-    from sitemap_crawl import SitemapSpider
-
-    class Formats(SitemapSpider):
-        name = "formats"
-        sitemap_urls = ["{site.url("/robots.txt")}"]
-
-        def parse(self, response):
-            page = response.meta["sitemap_page"]
-            yield {{"url": response.url, "page": page.to_dict()}}
-    """
+    source = sitemap_spider(
+        "formats",
+        sitemap_urls=[site.url("/robots.txt")],
+        parse="""
+        page = response.meta["sitemap_page"]
+        yield {"url": response.url, "page": page.to_dict()}
+        """,
+    )
     result = run_spider(tmp_path, source)
     result.assert_ok()
     pages = {row["url"]: row["page"] for row in result.pages}
@@ -359,16 +364,11 @@ def test_homepage_discovery_and_progress_in_the_log(fixture_site: SiteFactory, t
         "/product/2",
         "/news/1",
     )
-    source = f"""
-    from sitemap_crawl import SitemapSpider
-
-    class Discover(SitemapSpider):
-        name = "discover"
-        homepage = "{site.url("/some/page")}"
-
-        def parse(self, response):
-            yield {{"url": response.url, "sitemap": response.meta["sitemap_page"].sitemap_url}}
-    """
+    source = sitemap_spider(
+        "discover",
+        homepage=site.url("/some/page"),
+        parse='yield {"url": response.url, "sitemap": response.meta["sitemap_page"].sitemap_url}',
+    )
     result = run_spider(tmp_path, source, settings={"SITEMAP_CRAWL_LOADER_LOG_INTERVAL": 0})
     result.assert_ok()
     assert sorted((r["url"], r["sitemap"]) for r in result.pages) == [
@@ -388,15 +388,7 @@ def test_homepage_discovery_and_progress_in_the_log(fixture_site: SiteFactory, t
 
 def test_homepage_as_a_spider_argument(fixture_site: SiteFactory, tmp_path: Path) -> None:
     site = with_pages(fixture_site({"/sitemap.xml": urlset("{base}/a")}), "/a")
-    source = """
-    from sitemap_crawl import SitemapSpider
-
-    class Arg(SitemapSpider):
-        name = "arg"
-
-        def parse(self, response):
-            yield {"url": response.url}
-    """
+    source = sitemap_spider("arg", parse='yield {"url": response.url}')
     result = run_spider(tmp_path, source, spider_args={"homepage": site.base, "sitemap_use_robots": "no"})
     result.assert_ok()
     assert result.urls() == [site.url("/a")]
@@ -404,13 +396,7 @@ def test_homepage_as_a_spider_argument(fixture_site: SiteFactory, tmp_path: Path
 
 
 def test_bad_homepage_is_one_error_line(tmp_path: Path) -> None:
-    source = """
-    from sitemap_crawl import SitemapSpider
-
-    class Bad(SitemapSpider):
-        name = "bad"
-        homepage = "ftp://example.org/"
-    """
+    source = sitemap_spider("bad", homepage="ftp://example.org/")
     result = run_spider(tmp_path, source, feed=False)
     assert result.returncode != 0
     assert "Traceback" not in result.log
@@ -439,18 +425,15 @@ def test_failed_and_dropped_pages_count_as_handled(fixture_site: SiteFactory, tm
         "/ok",
         "/boom",
     )
-    source = f"""
-    from sitemap_crawl import SitemapSpider
-
-    class Failing(SitemapSpider):
-        name = "failing"
-        sitemap_urls = ["{site.url("/sitemap.xml")}"]
-
-        def parse(self, response):
-            if response.url.endswith("/boom"):
-                raise ValueError("callback error")
-            yield {{"url": response.url}}
-    """
+    source = sitemap_spider(
+        "failing",
+        sitemap_urls=[site.url("/sitemap.xml")],
+        parse="""
+        if response.url.endswith("/boom"):
+            raise ValueError("callback error")
+        yield {"url": response.url}
+        """,
+    )
     jobdir = tmp_path / "job"
     result = run_spider(tmp_path, source, settings={"JOBDIR": jobdir, "RETRY_TIMES": 1})
     assert result.returncode == 0
@@ -467,34 +450,33 @@ def test_handled_only_after_the_items_left_the_pipelines(fixture_site: SiteFacto
     site = with_pages(
         fixture_site({"/sitemap.xml": urlset(*(f"{{base}}/p/{i}" for i in range(30)))}), *(f"/p/{i}" for i in range(30))
     )
-    source = f"""
-    import asyncio
-    from sitemap_crawl import SitemapSpider
+    source = sitemap_spider(
+        "piped",
+        sitemap_urls=[site.url("/sitemap.xml")],
+        imports="import asyncio",
+        preamble="""
+        class SlowPipeline:
+            async def process_item(self, item, spider=None):
+                spider = self.crawler.spider
+                before = item["url"] in spider.sitemap_loader.state.in_progress
+                await asyncio.sleep(0.05)
+                after = item["url"] in spider.sitemap_loader.state.in_progress
+                item["in_progress_in_pipeline"] = before and after
+                return item
 
-    class SlowPipeline:
-        async def process_item(self, item, spider=None):
-            spider = self.crawler.spider
-            before = item["url"] in spider.sitemap_loader.state.in_progress
-            await asyncio.sleep(0.05)
-            after = item["url"] in spider.sitemap_loader.state.in_progress
-            item["in_progress_in_pipeline"] = before and after
-            return item
-
-        @classmethod
-        def from_crawler(cls, crawler):
-            pipeline = cls()
-            pipeline.crawler = crawler
-            return pipeline
-
-    class Piped(SitemapSpider):
-        name = "piped"
-        sitemap_urls = ["{site.url("/sitemap.xml")}"]
-        custom_settings = {{"ITEM_PIPELINES": {{SlowPipeline: 100}}}}
-
-        async def parse(self, response):
-            yield {{"url": response.url, "n": 1}}
-            yield {{"url": response.url, "n": 2}}
-    """
+            @classmethod
+            def from_crawler(cls, crawler):
+                pipeline = cls()
+                pipeline.crawler = crawler
+                return pipeline
+        """,
+        members='custom_settings = {"ITEM_PIPELINES": {SlowPipeline: 100}}',
+        is_async=True,
+        parse="""
+        yield {"url": response.url, "n": 1}
+        yield {"url": response.url, "n": 2}
+        """,
+    )
     result = run_spider(tmp_path, source)
     result.assert_ok()
     assert len(result.pages) == 60
@@ -503,31 +485,21 @@ def test_handled_only_after_the_items_left_the_pipelines(fixture_site: SiteFacto
 
 
 def test_ctrl_c_then_resume_with_jobdir(tmp_path: Path) -> None:
-    from tests.test_loader_support import FastSite, index_bytes, urlset_bytes
-
-    with FastSite() as site:
-        everything = [site.url(f"/p/{s}/{i}") for s in range(2) for i in range(600)]
-        site["/index.xml"] = index_bytes([site.url("/s0.xml"), site.url("/s1.xml")])
-        site["/s0.xml"] = urlset_bytes(everything[:600])
-        site["/s1.xml"] = urlset_bytes(everything[600:])
+    with FixtureServer(pages="/p/") as site:
+        everything = [url for urls in serve_paged_sitemaps(site, [600, 600]).values() for url in urls]
         jobdir = tmp_path / "job"
         seen = tmp_path / "seen.txt"
-        source = f"""
-        import asyncio, os
-        from sitemap_crawl import SitemapSpider
-
-        class Resumable(SitemapSpider):
-            name = "resumable"
-            sitemap_urls = ["{site.url("/index.xml")}"]
-            fd = os.open({str(seen)!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-
-            async def parse(self, response):
-                await asyncio.sleep(0.01)
-                os.write(self.fd, response.url.encode() + b"\\n")
-        """
+        source = recording_spider(
+            "resumable",
+            site.url("/index.xml"),
+            seen,
+            imports="import asyncio",
+            is_async=True,
+            parse="await asyncio.sleep(0.01)",
+        )
         settings = {"JOBDIR": jobdir, "CONCURRENT_REQUESTS": 8}
         with start_spider(tmp_path / "run1", source, settings=settings, feed=False) as first:
-            deadline_ok = _wait_for_lines(seen, 300, first)
+            deadline_ok = wait_for_lines(seen, 300, first, timeout=60, poll=0.05) >= 300
             first.interrupt()
             result1 = first.wait(60)
         assert deadline_ok
@@ -546,17 +518,6 @@ def test_ctrl_c_then_resume_with_jobdir(tmp_path: Path) -> None:
         assert Counter(handled_first + second) == Counter(everything)  # each page exactly once
         final = read_saved_state(jobdir)
         assert final is not None and final.completed and final.handled_count == final.total_count == 1200
-
-
-def _wait_for_lines(path: Path, count: int, running: Any, timeout: float = 60) -> bool:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and running.running():
-        if len(read_lines(path)) >= count:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_the_loader_in_a_plain_spider(fixture_site: SiteFactory, tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ pytest's ``tmp_path``: ``result = crawl({"homepage": site.base})``.
 from __future__ import annotations
 
 import ast
-import csv
 import json
 import os
 import re
@@ -30,6 +29,8 @@ from types import TracebackType
 from typing import Any, Self, TypedDict, Unpack
 
 from lxml import etree
+
+from .feeds import FEED_FORMATS, read_feed
 
 __all__ = [
     "DEFAULT_SETTINGS",
@@ -49,15 +50,6 @@ __all__ = [
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SPIDER_NAME = "sitemaps"
 TREE_SETTING = "SITEMAP_CRAWL_TREE_FILE"
-
-FEED_FORMATS: dict[str, str] = {
-    "jsonl": "jsonl",
-    "jsonlines": "jsonl",
-    "json": "json",
-    "csv": "csv",
-    "xml": "xml",
-}
-"""output_format -> file extension of the feed (Scrapy picks the exporter from it)."""
 
 DEFAULT_SETTINGS: dict[str, object] = {
     "LOG_LEVEL": "DEBUG",
@@ -268,8 +260,8 @@ class RunningCrawl:
         env: dict[str, str],
         tmp_dir: Path,
         feed_path: Path | None,
-        tree_path: Path | None,
-        output_format: str | None,
+        tree_path: Path | None = None,
+        output_format: str | None = None,
     ) -> None:
         self.command = command
         self.tmp_dir = tmp_dir
@@ -398,7 +390,7 @@ class CrawlResult:
         if not self.feed_path.exists():
             raise AssertionError(f"the crawl wrote no feed at {self.feed_path}\n{self._context()}")
         try:
-            return _read_feed(self.feed_path, FEED_FORMATS[self.output_format])
+            return read_feed(self.feed_path, self.output_format)
         except (ValueError, etree.XMLSyntaxError) as error:
             raise AssertionError(f"cannot parse the feed {self.feed_path}: {error}\n{self._context()}") from error
 
@@ -487,52 +479,6 @@ class CrawlResult:
         if problems:
             raise AssertionError(f"crawl failed ({', '.join(problems)})\n{self._context()}")
         return self
-
-
-# -- readers ---------------------------------------------------------------------------------
-
-
-def _read_feed(path: Path, extension: str) -> list[dict[str, Any]]:
-    if extension == "jsonl":
-        return _read_jsonl(path.read_text("utf-8"))
-    if extension == "json":
-        text = path.read_text("utf-8")
-        rows: list[dict[str, Any]] = json.loads(text) if text.strip() else []
-        return rows
-    if extension == "csv":
-        with path.open(newline="", encoding="utf-8") as handle:
-            return list(csv.DictReader(handle))
-    return _read_xml_feed(path)
-
-
-def _read_jsonl(text: str) -> list[dict[str, Any]]:
-    lines = text.split("\n")
-    rows = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            if number == len(lines):  # a last line cut short by a killed crawl
-                break
-            raise
-    return rows
-
-
-def _xml_value(element: etree._Element) -> Any:
-    children = [child for child in element if isinstance(child.tag, str)]
-    if not children:
-        return element.text or ""
-    if all(child.tag == "value" for child in children):
-        return [_xml_value(child) for child in children]
-    return {str(child.tag): _xml_value(child) for child in children}
-
-
-def _read_xml_feed(path: Path) -> list[dict[str, Any]]:
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
-    root = etree.parse(str(path), parser).getroot()
-    return [{str(field.tag): _xml_value(field) for field in item if isinstance(field.tag, str)} for item in root]
 
 
 _DATETIME_CALL = re.compile(r"datetime\.\w+\(")

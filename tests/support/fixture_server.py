@@ -12,6 +12,13 @@ Routes are keyed by the raw request target (path plus query string, exactly as
 the client sends it). ``{base}`` in a str body, a redirect target or a header
 value is replaced by the base URL at request time; bytes bodies are left
 alone unless ``format_bytes=True``. Unknown paths answer 404.
+
+For big crawls (hundreds of thousands of pages) give the site a page prefix:
+
+    site = FixtureServer(pages="/p/")   # every GET /p/... answers PAGE_BODY
+
+Those requests take a fast path (no header parsing, not recorded): they are only
+counted, in ``site.page_hits``. Sitemaps are served as routes, as usual.
 """
 
 from __future__ import annotations
@@ -27,11 +34,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
-from types import TracebackType
 from typing import Any, Protocol, Self
 from urllib.parse import urlsplit
 
-__all__ = ["FixtureServer", "RecordedRequest", "Route", "RouteLike", "SiteFactory", "guess_content_type"]
+__all__ = [
+    "PAGE_BODY",
+    "FixtureServer",
+    "RecordedRequest",
+    "Route",
+    "RouteLike",
+    "SiteFactory",
+    "guess_content_type",
+]
 
 BASE_PLACEHOLDER = "{base}"
 
@@ -39,6 +53,13 @@ NOT_FOUND_BODY = (
     b"<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1></body></html>\n"
 )
 """Body of the 404 answer for an unknown path."""
+
+PAGE_BODY = b"<!DOCTYPE html><html><head><title>page</title></head><body>ok</body></html>"
+"""Body of every generated page (a path under the site's ``pages`` prefix)."""
+
+_PAGE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n" % len(PAGE_BODY)
+_PAGE_RESPONSE = _PAGE_HEAD + b"\r\n" + PAGE_BODY
+_PAGE_RESPONSE_CLOSE = _PAGE_HEAD + b"Connection: close\r\n\r\n" + PAGE_BODY
 
 # Client-side disconnects (reset, broken pipe, timeout: all OSError) are part of what the
 # tests exercise; they are not errors of the harness.
@@ -199,6 +220,30 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *_args: Any) -> None:
         pass
 
+    def handle_one_request(self) -> None:
+        if self.server.site._page_marker is None or not self._serve_generated_page():
+            super().handle_one_request()
+
+    def _serve_generated_page(self) -> bool:
+        """The fast path: a ``GET`` of a generated page, seen by peeking at the buffered
+        request; False (nothing consumed) for any other request, served the usual way."""
+        marker = self.server.site._page_marker
+        assert marker is not None
+        try:
+            if not self.rfile.peek(len(marker)).startswith(marker):  # type: ignore[attr-defined]
+                return False
+            self.close_connection = False  # HTTP/1.1 keep-alive, unless the client says otherwise
+            while (line := self.rfile.readline(65537)) not in (b"\r\n", b"\n"):
+                if not line or (line[:11].lower() == b"connection:" and b"close" in line.lower()):
+                    self.close_connection = True
+                    if not line:
+                        return True
+            self.server.site._count_page()
+            self.wfile.write(_PAGE_RESPONSE_CLOSE if self.close_connection else _PAGE_RESPONSE)
+        except TimeoutError:
+            self.close_connection = True
+        return True
+
     def do_GET(self) -> None:
         self._serve(head=False)
 
@@ -222,6 +267,9 @@ class _Handler(BaseHTTPRequestHandler):
         site = self.server.site
         site._record(RecordedRequest(self.command, self.path, dict(self.headers.items()), time.monotonic()))
         route = site.routes.get(self.path)
+        if site.pages is not None and self.path.startswith(site.pages):
+            site._count_page()
+            route = Route(PAGE_BODY, content_type="text/html")
         if route is None:
             self._send(404, NOT_FOUND_BODY, [("Content-Type", "text/html")], head=head)
             return
@@ -306,15 +354,29 @@ class FixtureServer:
     """A fixture web site on 127.0.0.1 with an ephemeral port; a context manager.
 
     ``routes`` maps a request target (``"/robots.txt"``, ``"/sitemap.xml?page=2"``) to a
-    :class:`Route`, or to a bare str/bytes body (a 200 ``Route``). Routes may be added or
-    replaced while the server runs (``site["/x"] = Route(...)``).
+    :class:`Route`, or to a bare str/bytes body (a 200 ``Route``). Routes may be added,
+    replaced or deleted while the server runs (``site["/x"] = Route(...)``, ``del site["/x"]``).
+    ``pages``: a path prefix (``"/p/"``) under which every path (no route may be there) is a
+    generated page (:data:`PAGE_BODY`); a GET of one takes the fast path and is counted
+    in ``page_hits`` instead of being recorded.
     """
 
-    def __init__(self, routes: Mapping[str, RouteLike] | None = None, *, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        routes: Mapping[str, RouteLike] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        pages: str | None = None,
+    ) -> None:
+        if pages is not None and not pages.startswith("/"):
+            raise ValueError(f"the pages prefix starts with '/': {pages!r}")
+        self.pages = pages
         self.routes: dict[str, Route] = {}
         for path, route in (routes or {}).items():
             self[path] = route
         self.host = host
+        self._page_marker = None if pages is None else b"GET " + pages.encode("latin-1")
+        self._page_hits = 0
         self.errors: list[str] = []
         self._requests: list[RecordedRequest] = []
         self._attempts: dict[str, int] = {}
@@ -328,10 +390,15 @@ class FixtureServer:
     def __setitem__(self, path: str, route: RouteLike) -> None:
         if not path.startswith("/"):
             raise ValueError(f"route paths start with '/': {path!r}")
+        if self.pages is not None and path.startswith(self.pages):
+            raise ValueError(f"{path!r} is under the generated pages prefix {self.pages!r}")
         self.routes[path] = _as_route(route)
 
     def __getitem__(self, path: str) -> Route:
         return self.routes[path]
+
+    def __delitem__(self, path: str) -> None:
+        del self.routes[path]
 
     def add(self, path: str, route: RouteLike) -> Self:
         self[path] = route
@@ -369,12 +436,7 @@ class FixtureServer:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     # -- addresses ----------------------------------------------------------------------
@@ -425,6 +487,12 @@ class FixtureServer:
         """How many times ``path`` (exact request target, or an absolute URL on this site) was requested."""
         return len(self.requests_for(path, method))
 
+    @property
+    def page_hits(self) -> int:
+        """How many generated pages (under the ``pages`` prefix) were requested."""
+        with self._condition:
+            return self._page_hits
+
     def paths(self) -> list[str]:
         """Requested paths in arrival order (with repeats)."""
         return [r.path for r in self.requests]
@@ -439,11 +507,12 @@ class FixtureServer:
             return self._condition.wait_for(enough, timeout=timeout)
 
     def reset(self) -> None:
-        """Forget recorded requests, harness errors and fail_times counters."""
+        """Forget recorded requests, harness errors, fail_times counters and page hits."""
         with self._condition:
             self._requests.clear()
             self._attempts.clear()
             self.errors.clear()
+            self._page_hits = 0
 
     # -- called by the handler threads --------------------------------------------------
 
@@ -451,6 +520,10 @@ class FixtureServer:
         with self._condition:
             self._requests.append(request)
             self._condition.notify_all()
+
+    def _count_page(self) -> None:
+        with self._condition:
+            self._page_hits += 1
 
     def _record_error(self, text: str) -> None:
         with self._condition:

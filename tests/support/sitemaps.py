@@ -67,6 +67,8 @@ def _fields(entry: Entry, key: str, order: tuple[str, ...]) -> tuple[list[tuple[
 
 
 def _element(tag: str, entry: Entry, key: str, order: tuple[str, ...]) -> str:
+    if isinstance(entry, str):  # the common case, fast for big sitemaps
+        return f"  <{tag}><{key}>{escape(entry)}</{key}></{tag}>\n"
     children, extra = _fields(entry, key, order)
     inner = "".join(f"<{name}>{_text(value)}</{name}>" for name, value in children)
     return f"  <{tag}>{inner}{extra}</{tag}>\n"
