@@ -94,12 +94,15 @@ class SitemapTree:
         return list(self._nodes.values())
 
     def counts(self) -> dict[str, Any]:
-        """Sitemaps by kind, invalid/incomplete by reason, and total pages."""
+        """Sitemaps by kind, invalid/incomplete by reason (and a website that could not be
+        reached, as "unreachable"), and total pages."""
         by_kind: Counter[str] = Counter()
         by_error: Counter[str] = Counter()
         pages = 0
         for node in self._nodes.values():
             if node.kind == "website":
+                if node.error:  # the site could not be reached
+                    by_error[node.error.split(":", 1)[0]] += 1
                 continue
             by_kind[node.kind] += 1
             if node.error:

@@ -238,3 +238,55 @@ def test_robots_sitemaps_are_read_before_the_known_paths(fixture_site: SiteFacto
     assert paths[:3] == ["/robots.txt", "/slow-index.xml", "/slow-child.xml"]
     assert sorted(paths[3:]) == sorted("/" + path for path in KNOWN_PATHS)
     assert result.urls() == [site.url("/a"), site.url("/b")]
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (connection refused)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_site_that_cannot_be_reached_is_not_probed_further(crawl: CrawlRunner) -> None:
+    home = f"http://127.0.0.1:{closed_port()}/"
+
+    result = crawl({"homepage": home}, settings=FAST).assert_ok()
+
+    assert result.tree == node(home, "website", error="unreachable: connection refused")
+    assert result.stats["downloader/request_count"] == 1  # robots.txt (no retry here); no well-known path
+    warnings = [line for line in result.log.splitlines() if "WARNING" in line and "unreachable" in line]
+    assert len(warnings) == 1 and home in warnings[0], warnings
+    assert result.stats["sitemap_crawl/errors/unreachable"] == 1
+    assert "Problems: 1 unreachable" in result.log
+
+
+def test_fallback_mode_probes_the_known_paths_only_without_robots_sitemaps(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    declared = fixture_site(
+        {"/robots.txt": robots("{base}/declared.xml"), "/declared.xml": urlset("{base}/a"), "/sitemap.xml": urlset()}
+    )
+    silent = fixture_site({"/robots.txt": robots(), "/sitemap.xml": urlset("{base}/b")})
+    settings = {**FAST, "SITEMAP_CRAWL_KNOWN_PATHS_MODE": "fallback"}
+
+    with_sitemaps = crawl({"homepage": declared.base}, settings=settings).assert_ok()
+    without = crawl({"homepage": silent.base}, settings=settings).assert_ok()
+
+    assert declared.paths() == ["/robots.txt", "/declared.xml"]
+    assert with_sitemaps.urls() == [declared.url("/a")]
+    assert silent.paths()[0] == "/robots.txt"
+    assert sorted(silent.paths()[1:]) == sorted("/" + path for path in KNOWN_PATHS)
+    assert without.urls() == [silent.url("/b")]
+
+
+def test_an_unknown_known_paths_mode_stops_the_crawl_with_one_line(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    site = fixture_site({})
+    result = crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_KNOWN_PATHS_MODE": "sometimes"})
+    assert result.returncode != 0
+    assert "SITEMAP_CRAWL_KNOWN_PATHS_MODE must be always or fallback, not 'sometimes'" in result.log
+    assert "Traceback" not in result.log
+    assert site.paths() == []

@@ -1,14 +1,18 @@
 """Discovery, Scrapy-free: the rules (:mod:`.rules`) and one site's state (:mod:`.site`)."""
 
 from sitemap_crawl.discovery.rules import (
+    ALWAYS,
     CHILD,
     DECLARED,
     DEPTH_LIMIT,
+    FALLBACK,
     KNOWN,
+    KNOWN_PATHS_MODES,
     LOOP,
     REFUSAL_WORDS,
     ROBOTS,
     START,
+    UNREACHABLE_REASONS,
     FollowRules,
     is_optional,
     is_robots_txt,
@@ -18,14 +22,18 @@ from sitemap_crawl.discovery.rules import (
 from sitemap_crawl.discovery.site import SiteDiscovery, Visit
 
 __all__ = [
+    "ALWAYS",
     "CHILD",
     "DECLARED",
     "DEPTH_LIMIT",
+    "FALLBACK",
     "KNOWN",
+    "KNOWN_PATHS_MODES",
     "LOOP",
     "REFUSAL_WORDS",
     "ROBOTS",
     "START",
+    "UNREACHABLE_REASONS",
     "FollowRules",
     "SiteDiscovery",
     "Visit",

@@ -30,6 +30,14 @@ LOOP = "loop"
 """Why a sub-sitemap that is its own ancestor (also through a redirect) is not fetched."""
 DEPTH_LIMIT = "depth limit"
 """Why a sub-sitemap nested deeper than the depth limit is not fetched."""
+UNREACHABLE_REASONS = frozenset({"DNS lookup failed", "connection refused", "connection error", "timeout"})
+"""Failures of a site's robots.txt that mean the host cannot be reached at all: its
+well-known paths would fail the same way, so they are not probed."""
+ALWAYS = "always"
+"""SITEMAP_CRAWL_KNOWN_PATHS_MODE: probe the well-known paths whatever robots.txt says."""
+FALLBACK = "fallback"
+"""SITEMAP_CRAWL_KNOWN_PATHS_MODE: probe them only when robots.txt declares no sitemap."""
+KNOWN_PATHS_MODES = (ALWAYS, FALLBACK)
 REFUSAL_WORDS = {"follow": "does not match follow", "deny": "matches deny"}
 """What the log says of a sub-sitemap that :meth:`FollowRules.refusal` turns down."""
 

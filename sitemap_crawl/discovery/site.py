@@ -25,12 +25,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sitemap_crawl.discovery.rules import (
+    ALWAYS,
     CHILD,
+    FALLBACK,
     KNOWN,
     LOOP,
     REFUSAL_WORDS,
     ROBOTS,
     START,
+    UNREACHABLE_REASONS,
     FollowRules,
     is_optional,
     is_robots_txt,
@@ -101,6 +104,7 @@ class SiteDiscovery:
         start_urls: Sequence[str] = (),
         use_robots: bool = True,
         known_paths: Sequence[str] = (),
+        known_paths_mode: str = ALWAYS,
         once_per_crawl: bool = False,
     ) -> None:
         self.website_url = website_url
@@ -112,6 +116,11 @@ class SiteDiscovery:
         self.rules = rules
         self.concurrency = max(1, concurrency)
         self.once_per_crawl = once_per_crawl
+        self.known_paths_mode = known_paths_mode
+        self.robots_declared = 0
+        """Sub-sitemaps robots.txt declared (``fallback`` probes the known paths only without one)."""
+        self.unreachable: str | None = None
+        """Why the site could not be reached (its robots.txt failed at the connection level), or None."""
         self._send = send
         self._report = report
         self._known_paths_sent = not self.known_urls
@@ -183,7 +192,16 @@ class SiteDiscovery:
         self._pump()
 
     def failed(self, visit: Visit, reason: str) -> None:
-        """``visit`` could not be fetched or read: an invalid node, unless it is optional."""
+        """``visit`` could not be fetched or read: an invalid node, unless it is optional. A
+        homepage's robots.txt that fails at the connection level makes the site unreachable:
+        the website node carries the error and the well-known paths are not probed."""
+        if visit.role == ROBOTS and visit.path == (0,) and self.homepage is not None and reason in UNREACHABLE_REASONS:
+            self.unreachable = reason
+            self._known_paths_sent = True
+            logger.warning("Site %s is unreachable (%s): its well-known paths are not probed", self.website_url, reason)
+            self._report(
+                SitemapNodeItem(path=(), url=self.website_url, kind=WEBSITE_KIND, error=f"unreachable: {reason}")
+            )
         self.settle(visit)
         if visit.role == KNOWN:
             logger.debug("Known path %s is not a sitemap: %s", visit.url, reason)
@@ -229,6 +247,8 @@ class SiteDiscovery:
         queued, or an invalid node (loop, depth limit)."""
         role = self.role_of(url) if self.once_per_crawl else CHILD
         child = Visit(url, (*parent.path, index), parent.depth + 1, lineage, role)
+        if parent.role == ROBOTS and parent.path == (0,):
+            self.robots_declared += 1
         problem = self.rules.child_problem(child.url, child.depth, child.ancestors)
         if problem is None:
             self._submit(child)
@@ -256,6 +276,13 @@ class SiteDiscovery:
         if self._known_paths_sent:
             return False
         self._known_paths_sent = True
+        if self.known_paths_mode == FALLBACK and self.robots_declared:
+            logger.info(
+                "robots.txt of %s declares %d sitemaps: the well-known paths are not probed (fallback mode)",
+                self.homepage,
+                self.robots_declared,
+            )
+            return False
         sent = 0
         for index, url in enumerate(self.known_urls, start=1):
             if url in self._seen_under_robots:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sitemap_crawl.discovery import ROBOTS, FollowRules, SiteDiscovery, Visit
+from sitemap_crawl.discovery import ALWAYS, KNOWN_PATHS_MODES, ROBOTS, FollowRules, SiteDiscovery, Visit
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.loader.fetching import Fetch, SitemapFetchError
 from sitemap_crawl.loader.state import LoaderState, replay_journal, state_to_json
@@ -116,6 +116,7 @@ class SitemapRequestLoader:
         use_robots: bool = True,
         use_known_paths: bool = True,
         known_paths: Sequence[str] | None = None,
+        known_paths_mode: str = ALWAYS,
         include: Iterable[PatternLike] | PatternLike | None = None,
         exclude: Iterable[PatternLike] | PatternLike | None = None,
         follow: Iterable[PatternLike] | PatternLike | None = None,
@@ -142,6 +143,9 @@ class SitemapRequestLoader:
         self._known_paths: list[str] = (
             list(DEFAULT_KNOWN_PATHS if known_paths is None else known_paths) if homepage and use_known_paths else []
         )
+        if known_paths_mode not in KNOWN_PATHS_MODES:
+            raise ValueError(f"known_paths_mode must be one of {KNOWN_PATHS_MODES}, not {known_paths_mode!r}")
+        self.known_paths_mode = known_paths_mode
         self._include = _compile(include)
         self._exclude = _compile(exclude)
         self._rules = FollowRules(follow=_compile(follow), deny=_compile(deny), max_depth=max_depth)
@@ -194,6 +198,7 @@ class SitemapRequestLoader:
             start_urls=self.start_urls,
             use_robots=self.use_robots,
             known_paths=self._known_paths,
+            known_paths_mode=self.known_paths_mode,
             once_per_crawl=True,
         )
 

@@ -108,6 +108,7 @@ def loader_from_crawler(
     kwargs.setdefault("limits", config.limits)
     kwargs.setdefault("max_depth", config.max_depth)
     kwargs.setdefault("known_paths", config.known_paths)
+    kwargs.setdefault("known_paths_mode", str(settings.get("SITEMAP_CRAWL_KNOWN_PATHS_MODE") or "always").lower())
     kwargs.setdefault("max_buffer_size", settings.getint(QUEUE_SIZE_SETTING, DEFAULT_QUEUE_SIZE))
     kwargs.setdefault("save_interval", settings.getfloat(SAVE_INTERVAL_SETTING, DEFAULT_SAVE_INTERVAL))
     kwargs.setdefault(

@@ -33,7 +33,7 @@ from sitemap_crawl.arguments import (
     parse_sitemap_urls,
 )
 from sitemap_crawl.config import SettingsReader
-from sitemap_crawl.discovery import ROBOTS, FollowRules, SiteDiscovery, Visit
+from sitemap_crawl.discovery import ALWAYS, KNOWN_PATHS_MODES, ROBOTS, FollowRules, SiteDiscovery, Visit
 from sitemap_crawl.failures import failure_reason
 from sitemap_crawl.gctuning import GcTuning
 from sitemap_crawl.items import PageBatch, SitemapNodeItem, SitemapPage, SitemapRef
@@ -87,6 +87,16 @@ class SitemapsSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SitemapsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
+        mode = str(crawler.settings.get("SITEMAP_CRAWL_KNOWN_PATHS_MODE") or ALWAYS).strip().lower()
+        if mode not in KNOWN_PATHS_MODES:
+            logger.error(
+                "Bad setting for the %s spider: SITEMAP_CRAWL_KNOWN_PATHS_MODE must be %s, not %r",
+                spider.name,
+                " or ".join(KNOWN_PATHS_MODES),
+                mode,
+            )
+            raise SpiderArgumentError(f"SITEMAP_CRAWL_KNOWN_PATHS_MODE {mode!r}")
+        spider.known_paths_mode = mode
         crawler.signals.connect(spider._on_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._close_readers, signal=signals.spider_closed)
         if crawler.settings.getbool("SITEMAP_CRAWL_GC_TUNING", True):
@@ -124,6 +134,7 @@ class SitemapsSpider(Spider):
         if not self.start_sitemap_urls and not (self.use_robots or self.use_known_paths or self.extra_known_paths):
             logger.warning("use_robots and use_known_paths are both false: nothing will be fetched")
         self._gc_tuning = GcTuning()
+        self.known_paths_mode = ALWAYS  # SITEMAP_CRAWL_KNOWN_PATHS_MODE, read by from_crawler
 
     def _setup(self) -> None:
         config = SettingsReader(self.crawler.settings)
@@ -133,6 +144,7 @@ class SitemapsSpider(Spider):
         self.concurrent_sitemaps = config.concurrent_sitemaps
         # use_known_paths=false turns the standard list off; paths asked for by name are still probed
         self.known_paths = (config.known_paths if self.use_known_paths else []) + self.extra_known_paths
+
         self._readers = SitemapReaders(
             self.limits,
             chunk_size=self.batch_size or 1000,
@@ -155,6 +167,7 @@ class SitemapsSpider(Spider):
             start_urls=self.start_sitemap_urls,
             use_robots=self.use_robots,
             known_paths=self.known_paths,
+            known_paths_mode=self.known_paths_mode,
         )
 
     @property
