@@ -1,0 +1,84 @@
+"""SITEMAP_CRAWL_TREE_FILE: where the trees of the mapped sites are written.
+
+* ``.jsonl`` / ``.jl``: one line per site, its tree, appended as soon as the site is
+  finished (a run stopped halfway keeps every finished site);
+* ``.json`` (any other name): the tree of a single-site run as one object; in a
+  many-site run, one JSON array of trees. It is written to a temporary file beside it
+  and renamed over it when the crawl closes (also when it is stopped early), so that a
+  reader never sees half a file; a many-site run streams the array there, holding no
+  finished tree in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+LINE_SUFFIXES = (".jsonl", ".jl")
+
+
+def is_lines_file(path: str | Path) -> bool:
+    """Whether a tree file holds one JSON line per site."""
+    return Path(path).suffix.lower() in LINE_SUFFIXES
+
+
+class TreeFile:
+    """Writes finished trees to one file (see the module docstring)."""
+
+    def __init__(self, path: str | Path, many_sites: bool) -> None:
+        self.path = Path(path)
+        self.many_sites = many_sites
+        self.lines = is_lines_file(self.path)
+        self.written = 0
+        self._stream: IO[str] | None = None
+        self._temporary: Path | None = None
+        self._single: dict[str, Any] | None = None
+
+    def add(self, tree: dict[str, Any]) -> None:
+        """One finished site's tree."""
+        if self.lines:
+            stream = self._open()
+            stream.write(json.dumps(tree, ensure_ascii=False) + "\n")
+            stream.flush()
+        elif self.many_sites:
+            stream = self._open()
+            stream.write(("[\n" if not self.written else ",\n") + json.dumps(tree, ensure_ascii=False, indent=1))
+        else:
+            self._single = tree
+        self.written += 1
+
+    def close(self) -> None:
+        """Finish the file: the array's end, or the single tree; rename into place."""
+        if self.lines:
+            self._open().close()  # a run that finished no site still leaves an empty file
+            return
+        if self.many_sites:
+            stream = self._open()
+            stream.write("]\n" if self.written else "[]\n")
+            self._finish(stream)
+        elif self._single is not None:
+            stream = self._open()
+            json.dump(self._single, stream, ensure_ascii=False, indent=1)
+            self._finish(stream)
+
+    def _open(self) -> IO[str]:
+        if self._stream is None or self._stream.closed:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.lines:
+                mode = "a" if self._stream is not None else "w"  # a new run starts the file anew
+                self._stream = self.path.open(mode, encoding="utf-8")
+            else:
+                handle, name = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+                self._temporary = Path(name)
+                self._stream = os.fdopen(handle, "w", encoding="utf-8")
+        return self._stream
+
+    def _finish(self, stream: IO[str]) -> None:
+        stream.flush()
+        os.fsync(stream.fileno())
+        stream.close()
+        assert self._temporary is not None
+        os.replace(self._temporary, self.path)

@@ -1,0 +1,48 @@
+"""sitemap_crawl.tree_file: one tree object, a JSON array of trees, or one JSON line per site."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sitemap_crawl.tree_file import TreeFile
+
+
+def tree(site: str) -> dict[str, object]:
+    return {"url": site, "kind": "website", "error": None, "page_count": 0, "sub_sitemaps": []}
+
+
+def test_lines_are_appended_as_sites_finish(tmp_path: Path) -> None:
+    path = tmp_path / "trees.jsonl"
+    path.write_text("left from an earlier run\n", encoding="utf-8")
+    writer = TreeFile(path, many_sites=True)
+    writer.add(tree("https://a.example/"))
+    # readable before the run ends: a run stopped here keeps the finished site
+    assert [json.loads(line)["url"] for line in path.read_text("utf-8").splitlines()] == ["https://a.example/"]
+    writer.add(tree("https://b.example/"))
+    writer.close()
+    assert [json.loads(line)["url"] for line in path.read_text("utf-8").splitlines()] == [
+        "https://a.example/",
+        "https://b.example/",
+    ]
+
+
+def test_a_many_site_json_file_is_one_array_written_on_close(tmp_path: Path) -> None:
+    path = tmp_path / "trees.json"
+    writer = TreeFile(path, many_sites=True)
+    writer.add(tree("https://a.example/"))
+    writer.add(tree("https://b.example/"))
+    assert not path.exists()  # renamed into place when the crawl closes
+    writer.close()
+    assert [item["url"] for item in json.loads(path.read_text("utf-8"))] == ["https://a.example/", "https://b.example/"]
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_single_site_json_is_the_tree_object_and_an_empty_run_an_empty_array(tmp_path: Path) -> None:
+    single = TreeFile(tmp_path / "tree.json", many_sites=False)
+    single.add(tree("https://a.example/"))
+    single.close()
+    assert json.loads((tmp_path / "tree.json").read_text("utf-8"))["url"] == "https://a.example/"
+    empty = TreeFile(tmp_path / "none.json", many_sites=True)
+    empty.close()
+    assert json.loads((tmp_path / "none.json").read_text("utf-8")) == []
