@@ -39,6 +39,8 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAP_CRAWL_GC_TUNING": True,
     "SITEMAP_CRAWL_PARSE_WORKERS": None,
     "SITEMAP_CRAWL_CONCURRENT_SITEMAPS": None,
+    "SITEMAP_CRAWL_CONCURRENT_SITES": 100,
+    "SITEMAP_CRAWL_KNOWN_PATHS_MODE": "always",
     "SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE": 256 * 1024,
 }
 """Every SITEMAP_CRAWL_* setting and its default."""
@@ -81,6 +83,11 @@ class SettingsReader:
     @property
     def tree_log_lines(self) -> int:
         return int(self._get("SITEMAP_CRAWL_TREE_LOG_LINES"))
+
+    @property
+    def concurrent_sites(self) -> int:
+        """Sites mapped at once in a many-site run."""
+        return max(1, int(self._get("SITEMAP_CRAWL_CONCURRENT_SITES")))
 
     @property
     def concurrent_sitemaps(self) -> int:

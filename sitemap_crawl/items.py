@@ -105,6 +105,7 @@ PAGE_FIELDS: tuple[str, ...] = (
     "images",
     "videos",
     "alternates",
+    "website",
 )
 """Field names of a page item, in the order the feeds write them."""
 
@@ -124,6 +125,8 @@ class SitemapPage:
     images: list[Image] = field(default_factory=list)
     videos: list[Video] = field(default_factory=list)
     alternates: list[Alternate] = field(default_factory=list)
+    website: str | None = None
+    """The root URL of the site being mapped (the tree's website node); set by the spider."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict in field order (what JSON feeds write)."""
@@ -137,6 +140,7 @@ class SitemapPage:
             "images": [image.to_dict() for image in self.images],
             "videos": [video.to_dict() for video in self.videos],
             "alternates": [alternate.to_dict() for alternate in self.alternates],
+            "website": self.website,
         }
 
 
@@ -159,6 +163,8 @@ class PageBatch:
     sitemap_url: str
     node_path: tuple[int, ...]
     pages: list[SitemapPage]
+    website: str | None = None
+    """The site these pages belong to (its tree), in a many-site run."""
 
     def __len__(self) -> int:
         return len(self.pages)

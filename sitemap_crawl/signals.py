@@ -1,10 +1,15 @@
 """Signals of sitemap_crawl.
 
 ``sitemap_node``: sent by the ``sitemaps`` spider for each tree report, with
-``node`` (a :class:`~sitemap_crawl.items.SitemapNodeItem`). The tree pipeline
-listens to it. Tree reports are signals rather than items so that they never
-reach a feed and cost no item-pipeline round trip (dropping them as items
-raised an exception per report, whose traceback kept the response alive).
+``node`` (a :class:`~sitemap_crawl.items.SitemapNodeItem`) and ``site`` (the website
+URL of the tree it belongs to). The tree component listens to it. Tree reports are
+signals rather than items so that they never reach a feed and cost no item-pipeline
+round trip (dropping them as items raised an exception per report, whose traceback
+kept the response alive).
+
+``site_finished``: sent when a site has nothing left to fetch, with ``site`` and
+``unreachable`` (why the site could not be reached, or None): its tree is complete.
 """
 
 sitemap_node = object()
+site_finished = object()

@@ -556,6 +556,8 @@ def test_every_setting_is_in_the_reference_with_its_default() -> None:
             assert str(value) in cell, (name, cell)
         elif isinstance(value, int):
             assert str(value) in cell.replace("_", "").replace(",", ""), (name, cell)
+        elif isinstance(value, str):
+            assert f"`{value}`" in cell, (name, cell)
         else:
             assert str(len(value)) in cell, (name, cell)
 

@@ -103,6 +103,7 @@ def expected_pages(base: str) -> list[dict[str, Any]]:
             "images": [],
             "videos": [],
             "alternates": [],
+            "website": base + "/",  # the site being mapped, last, in every feed format
         }
         page.update(fields)
         return page

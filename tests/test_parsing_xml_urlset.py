@@ -74,7 +74,9 @@ def test_page_dict_has_the_contract_fields_in_order() -> None:
         "images",
         "videos",
         "alternates",
+        "website",  # set by the spider (the site being mapped); None from the pure parser
     )
+    assert page.website is None
 
 
 def test_fields_in_any_order_and_with_whitespace() -> None:

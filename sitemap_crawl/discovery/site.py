@@ -63,6 +63,8 @@ class Visit:
     depth: int
     ancestors: frozenset[str]
     role: str  # ROBOTS, KNOWN, START or CHILD
+    site: str = ""
+    """The website URL of the site this sitemap belongs to (the tree it goes in)."""
 
     @property
     def under_robots(self) -> bool:
@@ -161,9 +163,9 @@ class SiteDiscovery:
         self._report(SitemapNodeItem(path=(), url=self.website_url, kind=WEBSITE_KIND, finished=True))
         for index, url in enumerate(self.start_urls):
             role = ROBOTS if url.rstrip("/").endswith("/robots.txt") else START
-            self._submit(Visit(url, (index,), 0, frozenset(), role))
+            self._submit(Visit(url, (index,), 0, frozenset(), role, self.website_url))
         if self.homepage is not None and self.use_robots:
-            self._submit(Visit(robots_txt_url(self.homepage), (0,), 0, frozenset(), ROBOTS))
+            self._submit(Visit(robots_txt_url(self.homepage), (0,), 0, frozenset(), ROBOTS, self.website_url))
 
     def resume(self, waiting: Iterable[str], read: Iterable[str]) -> None:
         """Start again from a saved state (once per crawl): ``read`` were read, ``waiting``
@@ -171,12 +173,19 @@ class SiteDiscovery:
         not read yet follow."""
         self.read_urls = dict.fromkeys(read)
         for url in waiting:
-            self._submit(Visit(url, (0,), 0, frozenset(), self.role_of(url)))
+            self._submit(Visit(url, (0,), 0, frozenset(), self.role_of(url), self.website_url))
 
     def idle(self) -> bool:
         """The driver has nothing left to do: probe the well-known paths if that was not
         done yet; whether any was queued."""
         return self._send_known_paths()
+
+    def finish(self) -> bool:
+        """Whether the site is done: nothing waits or is in flight, and the well-known paths
+        were probed (they are sent now if they were still due: then it is not done)."""
+        if self._waiting or self._in_flight:
+            return False
+        return not self._send_known_paths()
 
     def settle(self, visit: Visit) -> None:
         """``visit`` will declare no more sub-sitemaps (it failed, is not an index, or was read)."""
@@ -246,7 +255,7 @@ class SiteDiscovery:
         """``parent`` declares the sub-sitemap ``url`` as its ``index``-th followed child:
         queued, or an invalid node (loop, depth limit)."""
         role = self.role_of(url) if self.once_per_crawl else CHILD
-        child = Visit(url, (*parent.path, index), parent.depth + 1, lineage, role)
+        child = Visit(url, (*parent.path, index), parent.depth + 1, lineage, role, self.website_url)
         if parent.role == ROBOTS and parent.path == (0,):
             self.robots_declared += 1
         problem = self.rules.child_problem(child.url, child.depth, child.ancestors)
@@ -288,7 +297,7 @@ class SiteDiscovery:
             if url in self._seen_under_robots:
                 logger.debug("Known path %s already seen under robots.txt; skipped", url)
                 continue
-            sent += self._submit(Visit(url, (index,), 0, frozenset(), KNOWN))
+            sent += self._submit(Visit(url, (index,), 0, frozenset(), KNOWN, self.website_url))
         logger.info("Probing %d well-known sitemap paths of %s", sent, self.homepage)
         return sent > 0
 

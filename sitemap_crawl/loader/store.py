@@ -136,4 +136,5 @@ def page_from_dict(data: dict[str, Any]) -> SitemapPage:
         images=[Image(**image) for image in data.get("images") or ()],
         videos=[Video(**video) for video in data.get("videos") or ()],
         alternates=[Alternate(**alternate) for alternate in data.get("alternates") or ()],
+        website=data.get("website"),
     )

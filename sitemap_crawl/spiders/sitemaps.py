@@ -41,13 +41,18 @@ from sitemap_crawl.memory import trim
 from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
-from sitemap_crawl.signals import sitemap_node
+from sitemap_crawl.signals import site_finished, sitemap_node
+from sitemap_crawl.sites import HomepageList, HostGate, host_of
 from sitemap_crawl.wiring import add_sitemap_crawl_components
 
 logger = logging.getLogger(__name__)
 
 META_KEY = "sitemap_crawl"
 """Request meta key holding the :class:`Visit` of a sitemap request."""
+
+MANY_SITES_CONCURRENT_REQUESTS = 64
+"""CONCURRENT_REQUESTS of a many-site run (Scrapy's 16 would keep only a few hosts busy),
+unless the project set it."""
 
 install_traceback_filter()
 
@@ -97,6 +102,10 @@ class SitemapsSpider(Spider):
             )
             raise SpiderArgumentError(f"SITEMAP_CRAWL_KNOWN_PATHS_MODE {mode!r}")
         spider.known_paths_mode = mode
+        if spider.homepages is not None:
+            settings = crawler.settings
+            if (settings.getpriority("CONCURRENT_REQUESTS") or 0) <= SETTINGS_PRIORITIES["default"]:
+                settings.set("CONCURRENT_REQUESTS", MANY_SITES_CONCURRENT_REQUESTS, priority="spider")
         crawler.signals.connect(spider._on_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._close_readers, signal=signals.spider_closed)
         if crawler.settings.getbool("SITEMAP_CRAWL_GC_TUNING", True):
@@ -107,6 +116,7 @@ class SitemapsSpider(Spider):
     def __init__(
         self,
         homepage: str | None = None,
+        homepages_file: str | None = None,
         sitemap_urls: str | list[str] | None = None,
         use_robots: str | bool | None = None,
         use_known_paths: str | bool | None = None,
@@ -125,9 +135,17 @@ class SitemapsSpider(Spider):
             self.follow_pattern = parse_regex("follow", follow)
             self.deny_pattern = parse_regex("deny", deny)
             self.start_sitemap_urls = parse_sitemap_urls(sitemap_urls)
-            if not homepage and not self.start_sitemap_urls:
-                raise SpiderArgumentError("give -a homepage=https://www.example.org/ or -a sitemap_urls=URL[,URL...]")
+            if homepages_file and (homepage or self.start_sitemap_urls):
+                raise SpiderArgumentError("homepages_file maps the sites of its file: give no homepage or sitemap_urls")
+            if not homepage and not self.start_sitemap_urls and not homepages_file:
+                raise SpiderArgumentError(
+                    "give -a homepage=https://www.example.org/, -a homepages_file=sites.txt "
+                    "or -a sitemap_urls=URL[,URL...]"
+                )
             self.homepage = parse_homepage(homepage, normalize) if homepage else None
+            self.homepages: HomepageList | None = (
+                HomepageList.from_file(homepages_file, normalize) if homepages_file else None
+            )
         except SpiderArgumentError as exc:
             logger.error("Bad argument for the %s spider: %s", self.name, exc)
             raise
@@ -152,33 +170,71 @@ class SitemapsSpider(Spider):
             worker_min_size=config.parse_worker_min_size,
         )
         self.sitemap_download_maxsize = self.limits.max_size  # SITEMAP_CRAWL_MAX_SIZE or DOWNLOAD_MAXSIZE
-        self.discovery = SiteDiscovery(
-            self.website_url,
-            send=self._send,
-            report=self._report_node,
-            rules=FollowRules(
-                follow=None if self.follow_pattern is None else [self.follow_pattern],
-                deny=None if self.deny_pattern is None else [self.deny_pattern],
-                max_depth=self.max_depth,
-            ),
+        self.rules = FollowRules(
+            follow=None if self.follow_pattern is None else [self.follow_pattern],
+            deny=None if self.deny_pattern is None else [self.deny_pattern],
+            max_depth=self.max_depth,
+        )
+        self.concurrent_sites = config.concurrent_sites
+        per_host = self.crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
+        self.gate: HostGate[Visit] = HostGate(per_host, self._send)
+        self.sites: dict[str, SiteDiscovery] = {}
+        """The sites being mapped, by website URL."""
+        self.sites_done = 0
+
+    def _open_site(self, homepage: str | None, start_urls: list[str]) -> None:
+        """Start mapping one site: from its homepage, or from sitemap URLs."""
+        website_url = homepage or urljoin(start_urls[0], "/")
+        discovery = SiteDiscovery(
+            website_url,
+            send=self._gate_visit,
+            report=lambda node: self._report_node(website_url, node),
+            rules=self.rules,
             concurrency=self.concurrent_sitemaps,
             # sitemap_urls replace the discovery from the homepage (which names the website node)
-            homepage=None if self.start_sitemap_urls else self.homepage,
-            start_urls=self.start_sitemap_urls,
+            homepage=None if start_urls else homepage,
+            start_urls=start_urls,
             use_robots=self.use_robots,
             known_paths=self.known_paths,
             known_paths_mode=self.known_paths_mode,
         )
+        self.sites[website_url] = discovery
+        discovery.start()
+        self._close_site_if_done(website_url)
 
-    @property
-    def website_url(self) -> str:
-        if self.homepage:
-            return self.homepage
-        return urljoin(self.start_sitemap_urls[0], "/")
+    def _open_sites(self) -> bool:
+        """Start sites from the homepage list while fewer than SITEMAP_CRAWL_CONCURRENT_SITES
+        are being mapped; whether any was started."""
+        if self.homepages is None:
+            return False
+        opened = False
+        while len(self.sites) < self.concurrent_sites:
+            homepage = next(self._homepage_iterator, None)
+            if homepage is None:
+                break
+            opened = True
+            self._open_site(homepage, [])
+        return opened
+
+    def _close_site_if_done(self, website_url: str) -> None:
+        """A site with nothing left to fetch is finished: its tree is complete."""
+        discovery = self.sites.get(website_url)
+        if discovery is None or not discovery.finish():
+            return
+        del self.sites[website_url]
+        self.sites_done += 1
+        self.crawler.signals.send_catch_log(site_finished, site=website_url, unreachable=discovery.unreachable)
+        self._open_sites()
 
     async def start(self) -> AsyncIterator[Any]:
         self._setup()
-        self.discovery.start()
+        if self.homepages is not None:
+            self._homepage_iterator = iter(self.homepages)
+            self._open_sites()
+            if not self.sites:
+                logger.warning("%s lists no usable homepage: nothing to map", self.homepages.source)
+        else:
+            self._open_site(self.homepage, self.start_sitemap_urls)
         return
         yield  # start() stays an async generator; sitemap requests are sent by the discovery, in order
 
@@ -188,24 +244,35 @@ class SitemapsSpider(Spider):
             await readers.close()
 
     def _on_idle(self) -> None:
-        """When robots.txt and its sitemaps are done, probe the well-known paths (if that
-        was not done already, as soon as every sitemap under robots.txt was known)."""
-        if self.discovery.idle():
+        """Nothing in flight: finish the sites that are done (probing their well-known paths
+        first if that was not done already) and start the next ones."""
+        for website_url in list(self.sites):
+            self._close_site_if_done(website_url)
+        if self.sites or self._open_sites():
             raise DontCloseSpider
+
+    def _gate_visit(self, visit: Visit) -> None:
+        """A sitemap to fetch: sent once its host has fewer than CONCURRENT_REQUESTS_PER_DOMAIN
+        sitemap requests in flight."""
+        self.gate.submit(host_of(visit.url), visit)
 
     def _send(self, visit: Visit) -> None:
         engine = self.crawler.engine
         assert engine is not None
         engine.crawl(self._request(visit))
 
-    def _report_node(self, node: SitemapNodeItem) -> None:
+    def _report_node(self, website_url: str, node: SitemapNodeItem) -> None:
         """Tell the tree about a node (the sitemap_node signal)."""
-        self.crawler.signals.send_catch_log(sitemap_node, node=node)
+        self.crawler.signals.send_catch_log(sitemap_node, node=node, site=website_url)
 
     def _sitemap_done(self, visit: Visit) -> None:
         """A sitemap in flight is done (parsed or failed): send the next waiting one."""
         trim()
-        self.discovery.done(visit)
+        self.gate.release(host_of(visit.url))
+        discovery = self.sites.get(visit.site)
+        if discovery is not None:
+            discovery.done(visit)
+            self._close_site_if_done(visit.site)
 
     def _request(self, visit: Visit) -> Request:
         return Request(
@@ -230,8 +297,10 @@ class SitemapsSpider(Spider):
         if visit is None:
             logger.error("Sitemap request failed without its meta: %s", failure)
             return
+        discovery = self.sites.get(visit.site)
+        if discovery is not None:
+            discovery.failed(visit, failure_reason(failure))
         self._sitemap_done(visit)
-        self.discovery.failed(visit, failure_reason(failure))
 
     async def parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
         """Callback for every sitemap and robots.txt response."""
@@ -240,13 +309,16 @@ class SitemapsSpider(Spider):
                 yield output
         finally:
             visit = response.meta[META_KEY]
-            self.discovery.settle(visit)
+            discovery = self.sites.get(visit.site)
+            if discovery is not None:
+                discovery.settle(visit)
             self._sitemap_done(visit)
 
     async def _parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
         visit: Visit = response.meta[META_KEY]
+        discovery = self.sites[visit.site]
         final_url = response.url
-        if final_url != visit.url and not self.discovery.redirected(visit, final_url):
+        if final_url != visit.url and not discovery.redirected(visit, final_url):
             return
         is_robots = visit.role == ROBOTS
         body = response.body
@@ -262,20 +334,21 @@ class SitemapsSpider(Spider):
         optional = visit.optional
         async with opened as reader:
             if reader.kind not in (ROBOTS_TXT, XML_INDEX):
-                self.discovery.settle(visit)  # pages only: the known paths need not wait for its end
+                discovery.settle(visit)  # pages only: the known paths need not wait for its end
             if reader.kind == INVALID:
                 if optional:
                     logger.debug("%s is not a sitemap (%s); left out", visit.url, reader.detail)
                     return
                 logger.warning("Sitemap %s is invalid: %s (%s)", visit.url, reader.error, reader.detail)
-                self.discovery.report(visit, INVALID, reader.error)
+                discovery.report(visit, INVALID, reader.error)
                 return
-            async for output in self._read_entries(visit, reader, final_url, optional, broken_off):
+            async for output in self._read_entries(discovery, visit, reader, final_url, broken_off):
                 yield output
 
     async def _read_entries(
-        self, visit: Visit, reader: Any, final_url: str, optional: bool, broken_off: bool = False
+        self, discovery: SiteDiscovery, visit: Visit, reader: Any, final_url: str, broken_off: bool = False
     ) -> AsyncIterator[Any]:
+        website = visit.site
         lineage = visit.ancestors | {visit.url, final_url}
         child_index = 0
         page_count = 0
@@ -285,36 +358,37 @@ class SitemapsSpider(Spider):
         async for entries in reader.chunks():
             if not announced:
                 announced = True
-                self.discovery.report(visit, reader.kind, finished=False)
+                discovery.report(visit, reader.kind, finished=False)
             for entry in entries:
                 if type(entry) is SitemapPage:
                     if redirected:
                         entry.sitemap_url = visit.url
+                    entry.website = website
                     page_count += 1
                     if self.batch_size:
                         batch.append(entry)
                         if len(batch) >= self.batch_size:
-                            yield PageBatch(visit.url, visit.path, batch)
+                            yield PageBatch(visit.url, visit.path, batch, website)
                             batch = []
                     else:
                         yield entry
                 else:
                     assert isinstance(entry, SitemapRef)
-                    if not self.discovery.follows(entry.url, reader.kind):
+                    if not discovery.follows(entry.url, reader.kind):
                         self.crawler.stats.inc_value("sitemap_crawl/not_followed")
                         continue
-                    self.discovery.declare(visit, entry.url, child_index, lineage)
+                    discovery.declare(visit, entry.url, child_index, lineage)
                     child_index += 1
         if batch:
-            yield PageBatch(visit.url, visit.path, batch)
+            yield PageBatch(visit.url, visit.path, batch, website)
         if reader.kind == ROBOTS_TXT and not announced:
             # a robots.txt that names no sitemap stays in the tree, with no children
             logger.info("robots.txt %s declares no sitemap", visit.url)
             announced = True
-        if optional and (reader.kind == INVALID or not announced):
+        if visit.optional and (reader.kind == INVALID or not announced):
             logger.debug("%s declares no URL; left out", visit.url)
             return
         if reader.error:
             logger.warning("Sitemap %s: %s (%s)", visit.url, reader.error, reader.detail)
         error = reader.error or ("truncated" if broken_off else None)
-        self.discovery.report(visit, reader.kind, error, page_count)
+        discovery.report(visit, reader.kind, error, page_count)

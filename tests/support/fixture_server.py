@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 BASE_PLACEHOLDER = "{base}"
+PORT_PLACEHOLDER = "{port}"
 
 NOT_FOUND_BODY = (
     b"<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1></body></html>\n"
@@ -266,7 +267,19 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, *, head: bool) -> None:
         site = self.server.site
         site._record(RecordedRequest(self.command, self.path, dict(self.headers.items()), time.monotonic()))
-        route = site.routes.get(self.path)
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
+        route = site.routes.get(f"//{host}{self.path}") or site.routes.get(self.path)
+        with site._condition:
+            in_flight = site.in_flight[host] = site.in_flight.get(host, 0) + 1
+            site.most_in_flight[host] = max(site.most_in_flight.get(host, 0), in_flight)
+        try:
+            self._answer_route(route, host, head=head)
+        finally:
+            with site._condition:
+                site.in_flight[host] -= 1
+
+    def _answer_route(self, route: Route | None, host: str, *, head: bool) -> None:
+        site = self.server.site
         if site.pages is not None and self.path.startswith(site.pages):
             site._count_page()
             route = Route(PAGE_BODY, content_type="text/html")
@@ -354,7 +367,10 @@ class FixtureServer:
     """A fixture web site on 127.0.0.1 with an ephemeral port; a context manager.
 
     ``routes`` maps a request target (``"/robots.txt"``, ``"/sitemap.xml?page=2"``) to a
-    :class:`Route`, or to a bare str/bytes body (a 200 ``Route``). Routes may be added,
+    :class:`Route`, or to a bare str/bytes body (a 200 ``Route``). A key
+    ``"//shop.test/robots.txt"`` answers only requests whose Host is ``shop.test``
+    (virtual hosts: see :mod:`tests.support.dns`); ``most_in_flight`` says, by Host, how
+    many requests were in flight at once at most. Routes may be added,
     replaced or deleted while the server runs (``site["/x"] = Route(...)``, ``del site["/x"]``).
     ``pages``: a path prefix (``"/p/"``) under which every path (no route may be there) is a
     generated page (:data:`PAGE_BODY`); a GET of one takes the fast path and is counted
@@ -377,6 +393,9 @@ class FixtureServer:
         self.host = host
         self._page_marker = None if pages is None else b"GET " + pages.encode("latin-1")
         self._page_hits = 0
+        self.in_flight: dict[str, int] = {}
+        self.most_in_flight: dict[str, int] = {}
+        """The largest number of requests seen in flight at once, by Host (virtual hosts)."""
         self.errors: list[str] = []
         self._requests: list[RecordedRequest] = []
         self._attempts: dict[str, int] = {}
@@ -458,15 +477,17 @@ class FixtureServer:
         return self.base + (path if path.startswith("/") else "/" + path)
 
     def format(self, text: str) -> str:
-        """Replace ``{base}`` in text by the base URL."""
-        return text.replace(BASE_PLACEHOLDER, self.base)
+        """Replace ``{base}`` in text by the base URL and ``{port}`` by the port."""
+        return text.replace(BASE_PLACEHOLDER, self.base).replace(PORT_PLACEHOLDER, str(self.port))
 
     def render(self, body: bytes | str, *, format_bytes: bool = False) -> bytes:
         """The bytes a route body is sent as."""
         if isinstance(body, str):
             return self.format(body).encode("utf-8")
         if format_bytes:
-            return body.replace(BASE_PLACEHOLDER.encode(), self.base.encode())
+            return body.replace(BASE_PLACEHOLDER.encode(), self.base.encode()).replace(
+                PORT_PLACEHOLDER.encode(), str(self.port).encode()
+            )
         return body
 
     # -- what was asked -----------------------------------------------------------------

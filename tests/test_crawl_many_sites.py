@@ -1,0 +1,112 @@
+"""Many sites in one run (``-a homepages_file=``): virtual hosts on one fixture server,
+resolved to 127.0.0.1 by tests.support.dns; every site once, a tree line per site, the
+``website`` field on every page, and a bound on requests in flight per host."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.support import robots, sitemapindex, urlset
+from tests.support.crawl import CrawlRunner
+from tests.support.fixture_server import Route, RouteLike, SiteFactory
+
+PER_HOST = 2
+SETTINGS = {
+    "TWISTED_DNS_RESOLVER": "tests.support.dns.LoopbackResolver",
+    "RETRY_TIMES": 0,
+    "DOWNLOAD_TIMEOUT": 10,
+    "CONCURRENT_REQUESTS_PER_DOMAIN": PER_HOST,
+    "SITEMAP_CRAWL_CONCURRENT_SITES": 7,
+    "SITEMAP_CRAWL_CONCURRENT_SITEMAPS": 8,  # more than PER_HOST: the per-host bound must hold anyway
+    "SITEMAP_CRAWL_KNOWN_PATHS": "sitemap.xml",
+}
+
+
+def host(name: str) -> str:
+    return f"http://{name}:{{port}}"
+
+
+def many_sites(fixture_site: SiteFactory) -> tuple[Any, dict[str, int]]:
+    """40 sites with sitemaps (one with an index of 12 children), 5 whose robots.txt names
+    none (a known path instead), 1 whose robots.txt redirects to another host; with the
+    pages each should give."""
+    routes: dict[str, RouteLike] = {}
+    expected: dict[str, int] = {}
+    for n in range(40):
+        name = f"s{n:02d}.test"
+        base = host(name)
+        if n == 0:
+            children = [f"{base}/part-{k}.xml" for k in range(12)]
+            routes[f"//{name}/robots.txt"] = robots(f"{base}/index.xml")
+            routes[f"//{name}/index.xml"] = sitemapindex(*children)
+            for k in range(12):
+                pages = urlset(*(f"{base}/p{k}-{i}" for i in range(3)))
+                routes[f"//{name}/part-{k}.xml"] = Route(pages, delay=0.2)  # slow: requests overlap
+            expected[name] = 36
+        else:
+            routes[f"//{name}/robots.txt"] = robots(f"{base}/sitemap-{n}.xml")
+            routes[f"//{name}/sitemap-{n}.xml"] = urlset(*(f"{base}/page-{i}" for i in range(n % 4 + 1)))
+            expected[name] = n % 4 + 1
+    for n in range(5):
+        name = f"plain{n}.test"
+        routes[f"//{name}/robots.txt"] = robots()
+        routes[f"//{name}/sitemap.xml"] = urlset(f"{host(name)}/only")
+        expected[name] = 1
+    routes["//moved.test/robots.txt"] = Route(redirect_to=f"{host('new-home.test')}/robots.txt")
+    routes["//new-home.test/robots.txt"] = robots(f"{host('new-home.test')}/map.xml")
+    routes["//new-home.test/map.xml"] = urlset(f"{host('new-home.test')}/there")
+    expected["moved.test"] = 1
+    return fixture_site(routes), expected
+
+
+def test_a_file_of_homepages_maps_every_site_once(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site, expected = many_sites(fixture_site)
+    port = site.port
+    lines = ["# sites to map", ""]
+    lines += [f"http://{name}:{port}/some/page" for name in expected]
+    lines += [f"http://s01.test:{port}/", "not a homepage", f"http://gone.invalid:{port}/"]
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    trees_path = tmp_path / "trees.jsonl"
+
+    result = crawl(
+        {"homepages_file": str(homepages)}, settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(trees_path)}
+    ).assert_ok()
+
+    trees = [json.loads(line) for line in trees_path.read_text("utf-8").splitlines()]
+    by_site = {tree["url"]: tree for tree in trees}
+    assert len(trees) == len(by_site) == len(expected) + 1  # each site once, the unreachable one too
+    unreachable = by_site.pop(f"http://gone.invalid:{port}/")
+    assert (unreachable["error"], unreachable["sub_sitemaps"]) == ("unreachable: DNS lookup failed", [])
+    pages_by_site: dict[str, int] = {}
+    for row in result.pages:
+        pages_by_site[row["website"]] = pages_by_site.get(row["website"], 0) + 1
+        assert row["url"].startswith(row["website"].rstrip("/")) or row["website"].startswith("http://moved.test")
+    assert pages_by_site == {f"http://{name}:{port}/": count for name, count in expected.items()}
+    for name, count in expected.items():
+        tree = by_site[f"http://{name}:{port}/"]
+        assert tree["kind"] == "website" and tree["error"] is None
+        assert sum(node["page_count"] for node in _walk(tree)) == count, name
+    plain = by_site[f"http://plain0.test:{port}/"]
+    assert [(node["url"], node["kind"]) for node in plain["sub_sitemaps"]] == [
+        (f"http://plain0.test:{port}/robots.txt", "robots_txt"),
+        (f"http://plain0.test:{port}/sitemap.xml", "xml_urlset"),
+    ]
+    # politeness: no host saw more sitemap requests in flight than CONCURRENT_REQUESTS_PER_DOMAIN
+    assert max(site.most_in_flight.values()) <= PER_HOST, site.most_in_flight
+    assert site.most_in_flight["s00.test"] == PER_HOST  # the index's 12 children did queue up
+    assert "sites.txt line 2" not in result.log
+    assert f"sites.txt line {len(lines) - 1}: 'not a homepage' is not an http(s) URL; skipped" in result.log
+    assert f"Sites: {len(expected) + 1} mapped" in result.log
+    assert "1 unreachable" in result.log
+
+
+def _walk(node: dict[str, Any]) -> list[dict[str, Any]]:
+    nodes = [node]
+    for child in node["sub_sitemaps"]:
+        nodes += _walk(child)
+    return nodes
