@@ -21,6 +21,7 @@ SETTINGS = {
     "SITEMAP_CRAWL_CONCURRENT_SITES": 7,
     "SITEMAP_CRAWL_CONCURRENT_SITEMAPS": 8,  # more than PER_HOST: the per-host bound must hold anyway
     "SITEMAP_CRAWL_KNOWN_PATHS": "sitemap.xml",
+    "LOGSTATS_INTERVAL": 0.3,
 }
 
 
@@ -103,6 +104,7 @@ def test_a_file_of_homepages_maps_every_site_once(
     assert f"sites.txt line {len(lines) - 1}: 'not a homepage' is not an http(s) URL; skipped" in result.log
     assert f"Sites: {len(expected) + 1} mapped" in result.log
     assert "1 unreachable" in result.log
+    assert " in flight, " in result.log and "taken from " in result.log  # the progress line
 
 
 def _walk(node: dict[str, Any]) -> list[dict[str, Any]]:

@@ -11,7 +11,9 @@ tree pipeline.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urljoin
@@ -181,6 +183,11 @@ class SitemapsSpider(Spider):
         self.sites: dict[str, SiteDiscovery] = {}
         """The sites being mapped, by website URL."""
         self.sites_done = 0
+        self.sitemaps_done = 0
+        self.pages_read = 0
+        self._progress: asyncio.TimerHandle | None = None
+        self._progress_interval = self.crawler.settings.getfloat("LOGSTATS_INTERVAL")
+        self._progress_last = (time.monotonic(), 0)
 
     def _open_site(self, homepage: str | None, start_urls: list[str]) -> None:
         """Start mapping one site: from its homepage, or from sitemap URLs."""
@@ -230,6 +237,7 @@ class SitemapsSpider(Spider):
         self._setup()
         if self.homepages is not None:
             self._homepage_iterator = iter(self.homepages)
+            self._schedule_progress()
             self._open_sites()
             if not self.sites:
                 logger.warning("%s lists no usable homepage: nothing to map", self.homepages.source)
@@ -238,7 +246,33 @@ class SitemapsSpider(Spider):
         return
         yield  # start() stays an async generator; sitemap requests are sent by the discovery, in order
 
+    def _schedule_progress(self) -> None:
+        if self._progress_interval > 0:
+            self._progress = asyncio.get_running_loop().call_later(self._progress_interval, self._log_progress)
+
+    def _log_progress(self) -> None:
+        """Every LOGSTATS_INTERVAL of a many-site run: how far it is."""
+        now = time.monotonic()
+        since, pages_then = self._progress_last
+        self._progress_last = (now, self.pages_read)
+        rate = (self.pages_read - pages_then) * 60 / max(now - since, 1e-9)
+        homepages = self.homepages
+        logger.info(
+            "Sites: %d done, %d in flight, %d taken from %s; sitemaps read: %d; pages: %d (%d pages/min)",
+            self.sites_done,
+            len(self.sites),
+            homepages.taken if homepages is not None else 0,
+            homepages.source if homepages is not None else "the arguments",
+            self.sitemaps_done,
+            self.pages_read,
+            rate,
+        )
+        self._schedule_progress()
+
     async def _close_readers(self) -> None:
+        progress = getattr(self, "_progress", None)
+        if progress is not None:
+            progress.cancel()
         readers = getattr(self, "_readers", None)
         if readers is not None:
             await readers.close()
@@ -268,6 +302,7 @@ class SitemapsSpider(Spider):
     def _sitemap_done(self, visit: Visit) -> None:
         """A sitemap in flight is done (parsed or failed): send the next waiting one."""
         trim()
+        self.sitemaps_done += 1
         self.gate.release(host_of(visit.url))
         discovery = self.sites.get(visit.site)
         if discovery is not None:
@@ -379,6 +414,7 @@ class SitemapsSpider(Spider):
                         continue
                     discovery.declare(visit, entry.url, child_index, lineage)
                     child_index += 1
+        self.pages_read += page_count
         if batch:
             yield PageBatch(visit.url, visit.path, batch, website)
         if reader.kind == ROBOTS_TXT and not announced:
