@@ -112,3 +112,42 @@ def _walk(node: dict[str, Any]) -> list[dict[str, Any]]:
     for child in node["sub_sitemaps"]:
         nodes += _walk(child)
     return nodes
+
+
+def test_a_run_stopped_with_sigint_keeps_the_tree_lines_of_finished_sites(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    import time
+
+    routes: dict[str, RouteLike] = {}
+    for n in range(4):
+        name = f"fast{n}.test"
+        routes[f"//{name}/robots.txt"] = robots(f"{host(name)}/map.xml")
+        routes[f"//{name}/map.xml"] = urlset(f"{host(name)}/page")
+    routes["//slow.test/robots.txt"] = robots(f"{host('slow.test')}/map.xml")
+    routes["//slow.test/map.xml"] = Route(urlset(f"{host('slow.test')}/page"), delay=20)
+    site = fixture_site(routes)
+    homepages = tmp_path / "sites.txt"
+    names = ["slow.test"] + [f"fast{n}.test" for n in range(4)]
+    homepages.write_text("".join(f"http://{name}:{site.port}/\n" for name in names), encoding="utf-8")
+    trees_path = tmp_path / "trees.jsonl"
+
+    running = crawl.start(
+        {"homepages_file": str(homepages)},
+        settings={**SETTINGS, "DOWNLOAD_TIMEOUT": 60, "SITEMAP_CRAWL_TREE_FILE": str(trees_path)},
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not trees_path.exists() or len(trees_path.read_text().splitlines()) < 4):
+        time.sleep(0.1)
+    finished = [json.loads(line) for line in trees_path.read_text("utf-8").splitlines()]
+    assert sorted(tree["url"] for tree in finished) == sorted(f"http://fast{n}.test:{site.port}/" for n in range(4))
+    running.interrupt()  # Scrapy waits for the slow download...
+    time.sleep(1)
+    running.interrupt()  # ...a second Ctrl-C stops it at once
+    running.wait(60)
+
+    trees = [json.loads(line) for line in trees_path.read_text("utf-8").splitlines()]
+    assert trees[:4] == finished  # every finished site kept, as written
+    for tree in trees[4:]:  # the site stopped halfway, if the stop let it be written: marked
+        assert tree["url"] == f"http://slow.test:{site.port}/"
+        assert tree["sub_sitemaps"][0]["sub_sitemaps"][0]["error"] == "interrupted"
