@@ -3,7 +3,7 @@
     ADDONS = {"sitemap_crawl.Addon": 0}
 
 gives that project the ``sitemaps`` spider, the tree pipeline, the page-aware
-feed exporters and the SITEMAP_CRAWL_* defaults of ``sitemap_crawl.config``.
+feed exporters and the SITEMAP_CRAWL_* defaults of ``sitemap_crawl.default_settings``.
 Everything is added at add-on priority or merged into what is there: a setting
 the project (or the command line, or a spider) already set is never replaced.
 """
@@ -14,7 +14,7 @@ import copy
 
 from scrapy.settings import BaseSettings
 
-from sitemap_crawl.config import DEFAULTS
+from sitemap_crawl.settings_reader import DEFAULTS
 from sitemap_crawl.wiring import add_sitemap_crawl_components
 
 SPIDER_MODULE = "sitemap_crawl.spiders"
@@ -32,7 +32,7 @@ class Addon:
       ``scrapy list``, ``edit`` or ``genspider`` (nor scrapyd's spider
       check, which runs ``scrapy list``): see the README.
     * ``update_settings`` sets the SITEMAP_CRAWL_* defaults of
-      ``sitemap_crawl.config.DEFAULTS`` at add-on priority (below the
+      ``sitemap_crawl.default_settings`` at add-on priority (below the
       project's), adds the tree pipeline to ITEM_PIPELINES and maps the feed
       formats the project has not mapped itself to the page-aware exporters.
 

@@ -20,8 +20,8 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from sitemap_crawl.config import SettingsReader
 from sitemap_crawl.items import PageBatch, SitemapNodeItem, SitemapPage
+from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.signals import sitemap_node
 from sitemap_crawl.tree import SitemapTree
 

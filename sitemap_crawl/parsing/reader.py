@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sitemap_crawl.default_settings import SITEMAP_CRAWL_MAX_INDEX_CHILDREN, SITEMAP_CRAWL_MAX_SIZE
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.kinds import ErrorReason, NodeKind, with_detail
 from sitemap_crawl.parsing import robots, text
@@ -30,8 +31,8 @@ SIZE_LIMIT = ErrorReason.SIZE_LIMIT
 PARSE_ERROR = ErrorReason.PARSE_ERROR
 """Short names of the kinds and reasons the reader gives (:mod:`sitemap_crawl.kinds`)."""
 
-DEFAULT_MAX_SIZE = 100 * 1024 * 1024
-PROTOCOL_MAX_CHILDREN = 50_000
+DEFAULT_MAX_SIZE = SITEMAP_CRAWL_MAX_SIZE
+PROTOCOL_MAX_CHILDREN = SITEMAP_CRAWL_MAX_INDEX_CHILDREN
 
 
 @dataclass(frozen=True, slots=True)

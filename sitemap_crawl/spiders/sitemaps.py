@@ -34,23 +34,22 @@ from sitemap_crawl.arguments import (
     parse_regex,
     parse_sitemap_urls,
 )
-from sitemap_crawl.config import SettingsReader
 from sitemap_crawl.failures import failure_reason
 from sitemap_crawl.gctuning import GcTuning
 from sitemap_crawl.items import PageBatch, SitemapNodeItem, SitemapPage, SitemapRef
+from sitemap_crawl.kinds import ErrorReason, NodeKind
 from sitemap_crawl.memory import trim
+from sitemap_crawl.names import META_KEY, NOT_FOLLOWED_STAT
 from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
+from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.signals import sitemap_node
 from sitemap_crawl.wiring import add_sitemap_crawl_components
 
 logger = logging.getLogger(__name__)
 
-META_KEY = "sitemap_crawl"
-"""Request meta key holding the :class:`Visit` of a sitemap request."""
-
-WEBSITE = "website"
+WEBSITE = NodeKind.WEBSITE
 
 install_traceback_filter()
 
@@ -318,7 +317,7 @@ class SitemapsSpider(Spider):
                 return
             if final_url in visit.ancestors:
                 logger.warning("Sitemap %s redirects to its ancestor %s: loop", visit.url, final_url)
-                self._report(visit, INVALID, "loop")
+                self._report(visit, INVALID, ErrorReason.LOOP)
                 return
             if visit.under_robots:
                 self._seen_under_robots.add(final_url)
@@ -390,7 +389,7 @@ class SitemapsSpider(Spider):
             return
         if reader.error:
             logger.warning("Sitemap %s: %s (%s)", visit.url, reader.error, reader.detail)
-        error = reader.error or ("truncated" if broken_off else None)
+        error = reader.error or (ErrorReason.TRUNCATED if broken_off else None)
         self._report(visit, reader.kind, error, page_count)
 
     def _should_follow(self, url: str, parent_kind: str) -> bool:
@@ -398,20 +397,20 @@ class SitemapsSpider(Spider):
             return True
         if self.follow_pattern is not None and not self.follow_pattern.search(url):
             logger.debug("Sub-sitemap %s does not match follow; not fetched", url)
-            self.crawler.stats.inc_value("sitemap_crawl/not_followed")
+            self.crawler.stats.inc_value(NOT_FOLLOWED_STAT)
             return False
         if self.deny_pattern is not None and self.deny_pattern.search(url):
             logger.debug("Sub-sitemap %s matches deny; not fetched", url)
-            self.crawler.stats.inc_value("sitemap_crawl/not_followed")
+            self.crawler.stats.inc_value(NOT_FOLLOWED_STAT)
             return False
         return True
 
     def _visit_child(self, child: Visit) -> None:
         if child.url in child.ancestors:
             logger.warning("Sitemap %s is its own ancestor: loop", child.url)
-            self._report(child, INVALID, "loop")
+            self._report(child, INVALID, ErrorReason.LOOP)
         elif child.depth > self.max_depth:
             logger.warning("Sitemap %s is nested deeper than %d levels: depth limit", child.url, self.max_depth)
-            self._report(child, INVALID, "depth limit")
+            self._report(child, INVALID, ErrorReason.DEPTH_LIMIT)
         else:
             self._submit(child)
