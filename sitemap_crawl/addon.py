@@ -2,7 +2,7 @@
 
     ADDONS = {"sitemap_crawl.Addon": 0}
 
-gives that project the ``sitemaps`` spider, the tree pipeline, the page-aware
+gives that project the ``sitemaps`` spider, the tree extension, the page-aware
 feed exporters and the SITEMAP_CRAWL_* defaults of ``sitemap_crawl.default_settings``.
 Everything is added at add-on priority or merged into what is there: a setting
 the project (or the command line, or a spider) already set is never replaced.
@@ -33,7 +33,7 @@ class Addon:
       check, which runs ``scrapy list``): see the README.
     * ``update_settings`` sets the SITEMAP_CRAWL_* defaults of
       ``sitemap_crawl.default_settings`` at add-on priority (below the
-      project's), adds the tree pipeline to ITEM_PIPELINES and maps the feed
+      project's), adds the tree extension to EXTENSIONS and maps the feed
       formats the project has not mapped itself to the page-aware exporters.
 
     Nothing else is touched: ROBOTSTXT_OBEY, DOWNLOAD_DELAY, concurrency,
