@@ -34,7 +34,7 @@ from sitemap_crawl.parsing.worker_protocol import (
     WORKER_MODULE,
     decode_frame,
     decode_length,
-    entry_from_tuple,
+    entries_from_tuples,
     job_header,
 )
 
@@ -120,7 +120,7 @@ class WorkerReader:
             tag = message[0]
             if tag == ENTRIES:
                 given += len(message[2])
-                yield [entry_from_tuple(values, url) for values in message[2]]
+                yield entries_from_tuples(message[2], url)
             elif tag == DONE:
                 _tag, _job, self.kind, self.error, self.detail = message
                 self._done = True

@@ -109,40 +109,25 @@ def _is_flat(cls: type) -> bool:
     return all(field.shape in (_SCALAR, _LIST) for field in _describe(cls))
 
 
-def _dict_expr(cls: type, obj: str, depth: int) -> str:
-    """An expression building the dict form of the record held by ``obj``."""
-    items = []
-    for field in _describe(cls):
-        value = f"{obj}.{field.name}"
-        inner = f"_v{depth}"
-        if field.shape == _LIST:
-            value = f"list({value})"
-        elif field.shape == _RECORD:
-            assert field.record is not None
-            value = f"(None if {value} is None else {_dict_expr(field.record, value, depth + 1)})"
-        elif field.shape == _RECORD_LIST:
-            assert field.record is not None
-            value = f"[{_dict_expr(field.record, inner, depth + 1)} for {inner} in {value}]"
-        items.append(f"{field.name!r}: {value}")
-    return "{" + ", ".join(items) + "}"
-
-
-def _tuple_expr(cls: type, obj: str, depth: int, context: tuple[str, ...] = ()) -> str:
-    """An expression building the tuple form of the record held by ``obj`` (``context`` left out)."""
+def _out_expr(cls: type, obj: str, depth: int, as_dict: bool, context: tuple[str, ...] = ()) -> str:
+    """An expression building the dict form (``as_dict``) or the tuple form (``context`` fields
+    left out) of the record held by ``obj``."""
     items = []
     for field in _describe(cls):
         if field.name in context:
             continue
         value = f"{obj}.{field.name}"
-        inner = f"_v{depth}"
-        if field.shape == _RECORD:
-            assert field.record is not None
-            value = f"(None if {value} is None else {_tuple_expr(field.record, value, depth + 1)})"
-        elif field.shape == _RECORD_LIST:
-            assert field.record is not None
-            value = f"([{_tuple_expr(field.record, inner, depth + 1)} for {inner} in {value}] if {value} else None)"
-        items.append(value)
-    return "(" + "".join(f"{item}, " for item in items) + ")"
+        if field.record is not None:
+            inner = f"_v{depth}"
+            made = _out_expr(field.record, inner, depth + 1, as_dict)
+            if field.shape == _RECORD:
+                value = f"(None if ({inner} := {value}) is None else {made})"
+            else:  # no comprehension for an empty list (twice as fast on a bare page); None in a tuple
+                value = f"([{made} for {inner} in {value}] if {value} else {'[]' if as_dict else 'None'})"
+        elif field.shape == _LIST and as_dict:
+            value = f"list({value})"
+        items.append(f"{field.name!r}: {value}" if as_dict else value)
+    return "{" + ", ".join(items) + "}" if as_dict else "(" + "".join(f"{item}, " for item in items) + ")"
 
 
 def _from_tuple_expr(
@@ -228,7 +213,7 @@ class RecordCodec(Generic[R]):
             raise TypeError(f"{cls.__name__} has no field {sorted(unknown)}")
         source = _Source()
         self.to_dict: Callable[[R], dict[str, Any]] = source.compile(
-            "to_dict", f"def to_dict(_o):\n    return {_dict_expr(cls, '_o', 1)}\n"
+            "to_dict", f"def to_dict(_o):\n    return {_out_expr(cls, '_o', 1, as_dict=True)}\n"
         )
         """The record as a plain dict in field order (nested dicts, lists copied)."""
         self.from_dict: Callable[[dict[str, Any]], R] = source.compile(
@@ -236,7 +221,7 @@ class RecordCodec(Generic[R]):
         )
         """The record of a :attr:`to_dict` dict (missing keys take their defaults)."""
         self.to_tuple: Callable[[R], tuple[Any, ...]] = source.compile(
-            "to_tuple", f"def to_tuple(_o):\n    return {_tuple_expr(cls, '_o', 1, context)}\n"
+            "to_tuple", f"def to_tuple(_o):\n    return {_out_expr(cls, '_o', 1, as_dict=False, context=context)}\n"
         )
         """The record as a tuple of plain values (``context`` fields left out)."""
         parameters = "".join(f", _f_{name}" for name in context)

@@ -30,8 +30,8 @@ from sitemap_crawl.parsing.worker_protocol import (
     ENTRIES,
     FAILED,
     KIND,
+    TO_TUPLE,
     EntryTuple,
-    entry_to_tuple,
     read_frame,
     write_frame,
 )
@@ -44,7 +44,8 @@ def run_job(job: tuple[Any, ...], output: BinaryIO) -> None:
     write_frame(output, (KIND, job_id, reader.kind, reader.error, reader.detail))
     batch: list[EntryTuple] = []
     for entry in reader.iter_raw():  # urlset pages come unfinished: the crawl process finishes them
-        batch.append(entry if type(entry) is tuple else entry_to_tuple(entry))
+        entry_type = type(entry)
+        batch.append(entry if entry_type is tuple else TO_TUPLE[entry_type](entry))
         if len(batch) >= batch_size:
             write_frame(output, (ENTRIES, job_id, batch))
             output.flush()

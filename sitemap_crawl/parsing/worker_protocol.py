@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pickle
 import struct
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from sitemap_crawl.codec import (
@@ -89,11 +90,13 @@ def job_header(job_id: int, body: bytes, url: str, is_robots: bool, limits: Any,
     return encode_frame((job_id, len(body), url, is_robots, limits, batch_size))
 
 
+TO_TUPLE: dict[type, Callable[[Any], EntryTuple]] = {SitemapPage: page_to_tuple, SitemapRef: ref_to_tuple}
+"""The tuple maker of each entry class (``TO_TUPLE[type(entry)](entry)``: one call per entry)."""
+
+
 def entry_to_tuple(entry: SitemapPage | SitemapRef) -> EntryTuple:
     """A page or reference as a tuple of plain values (a page's sitemap URL left out)."""
-    if type(entry) is SitemapRef:
-        return ref_to_tuple(entry)
-    return page_to_tuple(entry)  # type: ignore[arg-type]
+    return TO_TUPLE[type(entry)](entry)
 
 
 def entry_from_tuple(values: EntryTuple, sitemap_url: str) -> SitemapPage | SitemapRef:
@@ -105,3 +108,18 @@ def entry_from_tuple(values: EntryTuple, sitemap_url: str) -> SitemapPage | Site
     if size == RAW_PAGE_SIZE and values[0] == RAW_PAGE:
         return finish_page(values, sitemap_url)
     return page_from_tuple(values, sitemap_url)
+
+
+def entries_from_tuples(batch: list[EntryTuple], sitemap_url: str) -> list[SitemapPage | SitemapRef]:
+    """:func:`entry_from_tuple` of every tuple of an ENTRIES message (one call per entry)."""
+    entries: list[SitemapPage | SitemapRef] = []
+    append = entries.append
+    for values in batch:
+        size = len(values)
+        if size == REF_TUPLE_SIZE:
+            append(ref_from_tuple(values))
+        elif size == RAW_PAGE_SIZE and values[0] == RAW_PAGE:
+            append(finish_page(values, sitemap_url))
+        else:
+            append(page_from_tuple(values, sitemap_url))
+    return entries
