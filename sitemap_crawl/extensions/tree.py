@@ -31,7 +31,9 @@ from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.signals import sitemap_node
 from sitemap_crawl.tree import SitemapTree
 
-logger = logging.getLogger(__name__)
+TREE_LOGGER = "sitemap_crawl.pipelines"
+"""The logger of the tree's log lines: the name they had when the tree was a pipeline."""
+logger = logging.getLogger(TREE_LOGGER)
 
 _INSTANCES: weakref.WeakKeyDictionary[Crawler, SitemapTreeExtension] = weakref.WeakKeyDictionary()
 
