@@ -2,8 +2,8 @@
 
     ADDONS = {"sitemap_crawl.Addon": 0}
 
-gives that project the ``sitemaps`` spider, the tree pipeline, the page-aware
-feed exporters and the SITEMAP_CRAWL_* defaults of ``sitemap_crawl.config``.
+gives that project the ``sitemaps`` spider, the tree extension, the page-aware
+feed exporters and the SITEMAP_CRAWL_* defaults of ``sitemap_crawl.default_settings``.
 Everything is added at add-on priority or merged into what is there: a setting
 the project (or the command line, or a spider) already set is never replaced.
 """
@@ -14,7 +14,7 @@ import copy
 
 from scrapy.settings import BaseSettings
 
-from sitemap_crawl.config import DEFAULTS
+from sitemap_crawl.settings_reader import DEFAULTS
 from sitemap_crawl.wiring import add_sitemap_crawl_components
 
 SPIDER_MODULE = "sitemap_crawl.spiders"
@@ -32,8 +32,8 @@ class Addon:
       ``scrapy list``, ``edit`` or ``genspider`` (nor scrapyd's spider
       check, which runs ``scrapy list``): see docs/embedding.md.
     * ``update_settings`` sets the SITEMAP_CRAWL_* defaults of
-      ``sitemap_crawl.config.DEFAULTS`` at add-on priority (below the
-      project's), adds the tree pipeline to ITEM_PIPELINES and maps the feed
+      ``sitemap_crawl.default_settings`` at add-on priority (below the
+      project's), adds the tree extension to EXTENSIONS and maps the feed
       formats the project has not mapped itself to the page-aware exporters.
 
     Nothing else is touched: ROBOTSTXT_OBEY, DOWNLOAD_DELAY, concurrency,

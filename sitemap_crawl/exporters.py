@@ -26,7 +26,8 @@ from scrapy.exporters import (
     XmlItemExporter,
 )
 
-from sitemap_crawl.items import NESTED_PAGE_FIELDS, PAGE_FIELDS, PageBatch, SitemapNodeItem, SitemapPage
+from sitemap_crawl.codec import NESTED_PAGE_FIELDS, PAGE_FIELDS, page_to_dict
+from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage
 
 try:
     import orjson
@@ -55,7 +56,7 @@ class _PageRows:
         pages = iter_pages(item)
         if pages is not None:
             self._export_pages(pages)
-        elif not isinstance(item, SitemapNodeItem):
+        elif not isinstance(item, NodeReport):
             super().export_item(item)  # type: ignore[misc]
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
@@ -75,7 +76,7 @@ class _PageRows:
         return columns
 
     def _page_dict(self, page: SitemapPage) -> dict[str, Any]:
-        values = page.to_dict()
+        values = page_to_dict(page)
         if self._all_columns():
             return values
         return {output: values[name] for name, output in self._page_columns()}
@@ -144,7 +145,7 @@ class CsvPageExporter(_PageRows, CsvItemExporter):
             if self.include_headers_line:
                 self.csv_writer.writerow([output for _name, output in columns])
         names = [name for name, _output in columns]
-        self.csv_writer.writerows(_csv_row(page.to_dict(), names) for page in pages)
+        self.csv_writer.writerows(_csv_row(page_to_dict(page), names) for page in pages)
 
 
 class PicklePageExporter(_PageRows, PickleItemExporter):

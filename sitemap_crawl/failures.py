@@ -16,6 +16,8 @@ from twisted.internet import error as internet_error
 from twisted.python.failure import Failure
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
+from sitemap_crawl.kinds import DOWNLOAD_ERROR_PREFIX, IGNORED_PREFIX, ErrorReason, http_error
+
 _TIMEOUTS = (internet_error.TimeoutError, TimeoutError, DownloadTimeoutError)
 _CONNECTION_ERRORS = (
     internet_error.ConnectionRefusedError,
@@ -34,26 +36,26 @@ def failure_reason(failure: Failure | BaseException) -> str:
     """A short reason for the tree: ``HTTP 404``, ``timeout``, ``size limit``..."""
     error = failure.value if isinstance(failure, Failure) else failure
     if isinstance(error, HttpError):
-        return f"HTTP {error.response.status}"
+        return http_error(error.response.status)
     if isinstance(error, DownloadCancelledError):
-        return "size limit"
+        return ErrorReason.SIZE_LIMIT
     if isinstance(error, IgnoreRequest):
         message = str(error)
         if "DOWNLOAD_MAXSIZE" in message:
-            return "size limit"
+            return ErrorReason.SIZE_LIMIT
         if "max redirections" in message:
-            return "redirect limit"
+            return ErrorReason.REDIRECT_LIMIT
         if "robots.txt" in message:
-            return "forbidden by robots.txt"
+            return ErrorReason.FORBIDDEN_BY_ROBOTS_TXT
         if "offsite" in message.lower():
-            return "offsite"
-        return f"ignored: {message}" if message else "ignored"
+            return ErrorReason.OFFSITE
+        return f"{IGNORED_PREFIX}{message}" if message else ErrorReason.IGNORED
     if isinstance(error, _TIMEOUTS):
-        return "timeout"
+        return ErrorReason.TIMEOUT
     if isinstance(error, internet_error.DNSLookupError | CannotResolveHostError):
-        return "DNS lookup failed"
+        return ErrorReason.DNS_LOOKUP_FAILED
     if isinstance(error, internet_error.ConnectionRefusedError | DownloadConnectionRefusedError):
-        return "connection refused"
+        return ErrorReason.CONNECTION_REFUSED
     if isinstance(error, _CONNECTION_ERRORS):
-        return "connection error"
-    return f"download error: {type(error).__name__}"
+        return ErrorReason.CONNECTION_ERROR
+    return f"{DOWNLOAD_ERROR_PREFIX}{type(error).__name__}"

@@ -1,4 +1,4 @@
-"""Items: the page record the feeds receive, page batches, and tree nodes.
+"""Items: the page record the feeds receive, page batches, and tree node reports.
 
 Plain dataclasses (itemadapter handles them); nothing here imports Scrapy, so the
 pure parsers can build these objects too.
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from sitemap_crawl.records import MISSING_KEY, RecordCodec
 
 
 @dataclass(slots=True)
@@ -24,16 +26,8 @@ class NewsStory:
     stock_tickers: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "title": self.title,
-            "publish_date": self.publish_date,
-            "publication_name": self.publication_name,
-            "publication_language": self.publication_language,
-            "access": self.access,
-            "genres": list(self.genres),
-            "keywords": list(self.keywords),
-            "stock_tickers": list(self.stock_tickers),
-        }
+        """Plain dict in field order."""
+        return NEWS_CODEC.to_dict(self)
 
 
 @dataclass(slots=True)
@@ -47,13 +41,8 @@ class Image:
     license: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "loc": self.loc,
-            "caption": self.caption,
-            "title": self.title,
-            "geo_location": self.geo_location,
-            "license": self.license,
-        }
+        """Plain dict in field order."""
+        return IMAGE_CODEC.to_dict(self)
 
 
 @dataclass(slots=True)
@@ -71,17 +60,8 @@ class Video:
     tags: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "thumbnail_loc": self.thumbnail_loc,
-            "title": self.title,
-            "description": self.description,
-            "content_loc": self.content_loc,
-            "player_loc": self.player_loc,
-            "duration": self.duration,
-            "publication_date": self.publication_date,
-            "family_friendly": self.family_friendly,
-            "tags": list(self.tags),
-        }
+        """Plain dict in field order."""
+        return VIDEO_CODEC.to_dict(self)
 
 
 @dataclass(slots=True)
@@ -92,24 +72,8 @@ class Alternate:
     href: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"hreflang": self.hreflang, "href": self.href}
-
-
-PAGE_FIELDS: tuple[str, ...] = (
-    "url",
-    "sitemap_url",
-    "priority",
-    "last_modified",
-    "change_frequency",
-    "news",
-    "images",
-    "videos",
-    "alternates",
-    "website",
-)
-"""Field names of a page item, in the order the feeds write them."""
-
-NESTED_PAGE_FIELDS: frozenset[str] = frozenset({"news", "images", "videos", "alternates"})
+        """Plain dict in field order."""
+        return ALTERNATE_CODEC.to_dict(self)
 
 
 @dataclass(slots=True)
@@ -117,7 +81,7 @@ class SitemapPage:
     """One page occurrence declared by a sitemap: the item the feeds receive."""
 
     url: str
-    sitemap_url: str
+    sitemap_url: str = field(metadata={MISSING_KEY: ""})  # a saved page without it gets ""
     priority: float = 0.5
     last_modified: str | None = None
     change_frequency: str | None = None
@@ -130,18 +94,7 @@ class SitemapPage:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict in field order (what JSON feeds write)."""
-        return {
-            "url": self.url,
-            "sitemap_url": self.sitemap_url,
-            "priority": self.priority,
-            "last_modified": self.last_modified,
-            "change_frequency": self.change_frequency,
-            "news": self.news.to_dict() if self.news is not None else None,
-            "images": [image.to_dict() for image in self.images],
-            "videos": [video.to_dict() for video in self.videos],
-            "alternates": [alternate.to_dict() for alternate in self.alternates],
-            "website": self.website,
-        }
+        return PAGE_CODEC.to_dict(self)
 
 
 @dataclass(slots=True)
@@ -176,8 +129,8 @@ class PageBatch:
 
 
 @dataclass(slots=True)
-class SitemapNodeItem:
-    """What the spider tells the tree pipeline about one node of the tree.
+class NodeReport:
+    """What the spider tells the tree extension about one node of the tree (by signal).
 
     ``path`` places the node: the indexes of its ancestors' children lists,
     from the website node (path ``()``) down. A node is sent once when its
@@ -190,3 +143,20 @@ class SitemapNodeItem:
     error: str | None = None
     page_count: int = 0
     finished: bool = True
+
+
+SitemapNodeItem = NodeReport
+"""The former name of :class:`NodeReport` (it is a signal payload, not an item)."""
+
+PAGE_CODEC: RecordCodec[SitemapPage] = RecordCodec(SitemapPage, context=("sitemap_url",))
+"""Dict and tuple forms of a page; the tuple leaves the sitemap URL out (see :mod:`sitemap_crawl.codec`)."""
+NEWS_CODEC: RecordCodec[NewsStory] = RecordCodec(NewsStory)
+IMAGE_CODEC: RecordCodec[Image] = RecordCodec(Image)
+VIDEO_CODEC: RecordCodec[Video] = RecordCodec(Video)
+ALTERNATE_CODEC: RecordCodec[Alternate] = RecordCodec(Alternate)
+REF_CODEC: RecordCodec[SitemapRef] = RecordCodec(SitemapRef)
+
+PAGE_FIELDS: tuple[str, ...] = PAGE_CODEC.fields
+"""Field names of a page item, in the order the feeds write them."""
+NESTED_PAGE_FIELDS: frozenset[str] = PAGE_CODEC.nested_fields
+"""Page fields holding nested records (news, images, videos, alternates)."""

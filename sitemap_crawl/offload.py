@@ -16,22 +16,44 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import Any
 
+from sitemap_crawl.cpus import MAX_AUTO_WORKERS, default_worker_count, usable_cpus
 from sitemap_crawl.items import SitemapPage, SitemapRef
+from sitemap_crawl.kinds import ErrorReason, NodeKind
 from sitemap_crawl.parsing import Limits, SitemapReader
-from sitemap_crawl.parsing.worker import HEADER_SIZE, decode_length, entry_from_tuple
+from sitemap_crawl.parsing.worker_protocol import (
+    DONE,
+    ENTRIES,
+    FAILED,
+    HEADER_SIZE,
+    KIND,
+    WORKER_MODULE,
+    decode_frame,
+    decode_length,
+    entries_from_tuples,
+    job_header,
+)
 
 logger = logging.getLogger(__name__)
 
 Entry = SitemapPage | SitemapRef
 _PIPE_LIMIT = 1 << 20
 _BODY_CHUNK = 1 << 20
-MAX_AUTO_WORKERS = 4
+__all__ = [  # usable_cpus and default_worker_count live in sitemap_crawl.cpus; importable here too
+    "MAX_AUTO_WORKERS",
+    "InlineReader",
+    "ParseWorker",
+    "ParseWorkerPool",
+    "SitemapReaders",
+    "WorkerGone",
+    "WorkerReader",
+    "default_worker_count",
+    "usable_cpus",
+]
 
 
 class InlineReader:
@@ -96,14 +118,14 @@ class WorkerReader:
                     yield chunk
                 return
             tag = message[0]
-            if tag == "entries":
+            if tag == ENTRIES:
                 given += len(message[2])
-                yield [entry_from_tuple(values, url) for values in message[2]]
-            elif tag == "done":
+                yield entries_from_tuples(message[2], url)
+            elif tag == DONE:
                 _tag, _job, self.kind, self.error, self.detail = message
                 self._done = True
             else:  # "failed": a bug in the parser, reported instead of crashing the crawl
-                self.error, self.detail = "parse error", str(message[2])
+                self.error, self.detail = ErrorReason.PARSE_ERROR, str(message[2])
                 self._done = True
 
     async def _read_inline_after(self, skip: int) -> AsyncIterator[list[Entry]]:
@@ -119,7 +141,7 @@ class WorkerReader:
     async def drain(self) -> None:
         while not self._done:
             message = await self._worker.receive()
-            if message[0] in ("done", "failed"):
+            if message[0] in (DONE, FAILED):
                 self._done = True
 
 
@@ -146,10 +168,10 @@ class _WorkerSession:
             if await worker.start():
                 await worker.send(self._job)
                 header = await worker.receive()
-                if header[0] == "failed":
-                    header = ("kind", self._job[0], "invalid", "parse error", str(header[2]))
+                if header[0] == FAILED:
+                    header = (KIND, self._job[0], NodeKind.INVALID, ErrorReason.PARSE_ERROR, str(header[2]))
                 self._reader = WorkerReader(worker, self._job[0], self._job[2], header, self._fallback)
-                if header[0] != "kind":
+                if header[0] != KIND:
                     self._reader._done = True
                 return self._reader
         except WorkerGone:
@@ -198,7 +220,7 @@ class ParseWorker:
             self._process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "sitemap_crawl.parsing.worker",
+                WORKER_MODULE,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 limit=_PIPE_LIMIT,
@@ -210,15 +232,12 @@ class ParseWorker:
         return True
 
     async def send(self, job: tuple[Any, ...]) -> None:
-        """Send a job: its pickled header, then the raw body in pieces (bounded write buffer)."""
-        import pickle
-
+        """Send a job: its header frame, then the raw body in pieces (bounded write buffer)."""
         assert self._process is not None and self._process.stdin is not None
-        job_id, body, *rest = job
+        body = job[1]
         stdin = self._process.stdin
-        header = pickle.dumps((job_id, len(body), *rest), protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            stdin.write(len(header).to_bytes(HEADER_SIZE, "big") + header)
+            stdin.write(job_header(*job))
             view = memoryview(body)
             for start in range(0, len(body), _BODY_CHUNK):
                 stdin.write(view[start : start + _BODY_CHUNK])
@@ -228,8 +247,6 @@ class ParseWorker:
             raise WorkerGone from exc
 
     async def receive(self) -> tuple[Any, ...]:
-        import pickle
-
         if self._process is None or self._process.stdout is None:
             self._give_up("is gone")
             raise WorkerGone
@@ -239,7 +256,7 @@ class ParseWorker:
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
             self._give_up(f"stopped answering ({exc})")
             raise WorkerGone from exc
-        message: tuple[Any, ...] = pickle.loads(data)
+        message: tuple[Any, ...] = decode_frame(data)
         return message
 
     def kill(self, why: str) -> None:
@@ -331,20 +348,6 @@ class ParseWorkerPool:
 
 
 _JOB_IDS = itertools.count(1)
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def default_worker_count() -> int:
-    """One parsing worker per usable CPU but the crawl process's own (which exports every
-    page), at least 1 and at most MAX_AUTO_WORKERS."""
-    return max(1, min(MAX_AUTO_WORKERS, usable_cpus() - 1))
 
 
 class SitemapReaders:

@@ -1,7 +1,7 @@
 """Scrapy project settings of the sitemap_crawl repository (scrapy.cfg and the scrapyd
 egg's ``scrapy`` entry point point here).
 
-Kept thin: the sitemaps spider brings its own pipeline and exporters, so these
+Kept thin: the sitemaps spider brings its own tree extension and exporters, so these
 settings only name the spider module and keep Scrapy's remote-access surfaces
 off: the telnet console and the remote-control HTTP server (on by default in
 Scrapy 2.19). Ask for them on the command line when wanted:

@@ -6,7 +6,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-INTERRUPTED = "interrupted"
+from sitemap_crawl.kinds import ErrorReason, NodeKind
+
+INTERRUPTED = ErrorReason.INTERRUPTED
 
 
 @dataclass(slots=True)
@@ -85,7 +87,7 @@ class SitemapTree:
                 node.error = node.error or INTERRUPTED
                 node.finished = True
         if self.root is None:
-            self.root = TreeNode(url="", kind="website")
+            self.root = TreeNode(url="", kind=NodeKind.WEBSITE)
         for index, (_path, orphan) in enumerate(sorted(self._orphans.items())):
             self.root.children[1_000_000 + index] = orphan
         self._orphans.clear()
@@ -100,7 +102,7 @@ class SitemapTree:
         by_error: Counter[str] = Counter()
         pages = 0
         for node in self._nodes.values():
-            if node.kind == "website":
+            if node.kind == NodeKind.WEBSITE:
                 if node.error:  # the site could not be reached
                     by_error[node.error.split(":", 1)[0]] += 1
                 continue
@@ -124,7 +126,7 @@ class SitemapTree:
             if len(lines) >= max_lines:
                 hidden += 1
             else:
-                detail = f"{node.page_count} pages" if node.kind != "website" else ""
+                detail = f"{node.page_count} pages" if node.kind != NodeKind.WEBSITE else ""
                 if node.error:
                     detail = f"{detail}, {node.error}" if detail else node.error
                 lines.append(f"{'  ' * depth}{node.kind} {node.url}" + (f" ({detail})" if detail else ""))

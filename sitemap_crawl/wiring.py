@@ -1,4 +1,4 @@
-"""Adding sitemap_crawl's pipeline and feed exporters to a crawler's settings."""
+"""Adding sitemap_crawl's tree extension and feed exporters to a crawler's settings."""
 
 from __future__ import annotations
 
@@ -6,21 +6,23 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from sitemap_crawl.exporters import EXPORTERS
 
+TREE_EXTENSION = "sitemap_crawl.extensions.tree.SitemapTreeExtension"
+TREE_EXTENSION_ORDER = 100
 TREE_PIPELINE = "sitemap_crawl.pipelines.SitemapTreePipeline"
-TREE_PIPELINE_ORDER = 100
+"""The former tree pipeline: a project may still list it in ITEM_PIPELINES (it shares the extension)."""
 
 
 def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "addon") -> None:
-    """Enable the tree pipeline and the page-aware feed exporters.
+    """Enable the tree extension and the page-aware feed exporters.
 
-    Nothing the project already configured is replaced: a pipeline already
+    Nothing the project already configured is replaced: an extension already
     listed keeps its order, a feed format the project mapped to its own
     exporter keeps it.
     """
-    from sitemap_crawl.pipelines import SitemapTreePipeline
+    from sitemap_crawl.extensions.tree import SitemapTreeExtension
 
-    settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", SitemapTreePipeline, TREE_PIPELINE_ORDER)
-    _raise_priority(settings, "ITEM_PIPELINES", priority)
+    settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapTreeExtension, TREE_EXTENSION_ORDER)
+    _raise_priority(settings, "EXTENSIONS", priority)
     exporters = settings.getdict("FEED_EXPORTERS")
     changed = False
     for feed_format, exporter in EXPORTERS.items():

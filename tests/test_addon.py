@@ -33,8 +33,8 @@ import sitemap_crawl
 from sitemap_crawl import Addon
 from sitemap_crawl.config import DEFAULTS
 from sitemap_crawl.exporters import EXPORTERS
+from sitemap_crawl.extensions.tree import SitemapTreeExtension
 from sitemap_crawl.items import PAGE_FIELDS
-from sitemap_crawl.pipelines import SitemapTreePipeline
 from tests.support import CORPUS_DIR, REPO_ROOT, CrawlResult, FixtureServer, Route, rss, sitemapindex, urlset
 from tests.support.fixture_server import SiteFactory
 
@@ -430,7 +430,7 @@ def test_defaults_are_set_at_addon_priority() -> None:
     # a copy: changing the crawl's list does not change the defaults
     settings["SITEMAP_CRAWL_KNOWN_PATHS"].append("extra.xml")
     assert "extra.xml" not in DEFAULTS["SITEMAP_CRAWL_KNOWN_PATHS"]
-    assert settings.getdict("ITEM_PIPELINES") == {SitemapTreePipeline: 100}
+    assert settings.getdict("EXTENSIONS") == {SitemapTreeExtension: 100}
     assert settings.getdict("FEED_EXPORTERS") == {
         feed_format: f"{exporter.__module__}.{exporter.__qualname__}" for feed_format, exporter in EXPORTERS.items()
     }
@@ -457,7 +457,8 @@ def test_addon_never_overrides_the_host_project() -> None:
     assert settings["SITEMAP_CRAWL_MAX_SIZE"] == 1234
     assert settings.getpriority("SITEMAP_CRAWL_MAX_SIZE") == SETTINGS_PRIORITIES["cmdline"]
     assert settings["SITEMAP_CRAWL_TREE_LOG_LINES"] == DEFAULTS["SITEMAP_CRAWL_TREE_LOG_LINES"]
-    assert settings.getdict("ITEM_PIPELINES") == {"scrapy.pipelines.files.FilesPipeline": 300, SitemapTreePipeline: 100}
+    assert settings.getdict("ITEM_PIPELINES") == {"scrapy.pipelines.files.FilesPipeline": 300}
+    assert settings.getdict("EXTENSIONS") == {SitemapTreeExtension: 100}
     assert settings.getdict("FEED_EXPORTERS")["csv"] == "scrapy.exporters.CsvItemExporter"
     assert settings.getdict("FEED_EXPORTERS")["json"] == "sitemap_crawl.exporters.JsonPageExporter"
     assert settings.getbool("ROBOTSTXT_OBEY") is True
@@ -481,7 +482,7 @@ def test_a_crawler_runner_finds_the_spider_through_the_addon() -> None:
     assert [repr(addon) for addon in crawler.addons.addons] == ["sitemap_crawl.Addon()"]
     assert crawler.settings["SITEMAP_CRAWL_MAX_DEPTH"] == 4
     assert crawler.settings["SITEMAP_CRAWL_BATCH_SIZE"] == DEFAULTS["SITEMAP_CRAWL_BATCH_SIZE"]
-    assert SitemapTreePipeline in crawler.settings.getdict("ITEM_PIPELINES")
+    assert SitemapTreeExtension in crawler.settings.getdict("EXTENSIONS")
 
 
 class _HostItem(Item):

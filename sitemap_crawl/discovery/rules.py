@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
+from sitemap_crawl.kinds import ErrorReason
+
 ROBOTS = "robots"
 """Role of a robots.txt URL: its ``Sitemap:`` lines are followed without follow/deny;
 if it fails or is not a robots.txt, it is left out of the tree."""
@@ -26,11 +28,13 @@ CHILD = "child"
 DECLARED = "declared"
 """The loader's role of any sitemap that is neither robots.txt nor a known path."""
 
-LOOP = "loop"
+LOOP = ErrorReason.LOOP
 """Why a sub-sitemap that is its own ancestor (also through a redirect) is not fetched."""
-DEPTH_LIMIT = "depth limit"
+DEPTH_LIMIT = ErrorReason.DEPTH_LIMIT
 """Why a sub-sitemap nested deeper than the depth limit is not fetched."""
-UNREACHABLE_REASONS = frozenset({"DNS lookup failed", "connection refused", "connection error", "timeout"})
+UNREACHABLE_REASONS = frozenset(
+    {ErrorReason.DNS_LOOKUP_FAILED, ErrorReason.CONNECTION_REFUSED, ErrorReason.CONNECTION_ERROR, ErrorReason.TIMEOUT}
+)
 """Failures of a site's robots.txt that mean the host cannot be reached at all: its
 well-known paths would fail the same way, so they are not probed."""
 ALWAYS = "always"

@@ -40,12 +40,10 @@ from sitemap_crawl.discovery.rules import (
     known_path_urls,
     robots_txt_url,
 )
-from sitemap_crawl.items import SitemapNodeItem
-from sitemap_crawl.parsing.reader import INVALID, ROBOTS_TXT
+from sitemap_crawl.items import NodeReport
+from sitemap_crawl.kinds import ErrorReason, NodeKind
 
 logger = logging.getLogger(__name__)
-
-WEBSITE_KIND = "website"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +76,11 @@ class Visit:
 
 Send = Callable[[Visit], None]
 """Starts fetching a sitemap (the driver's side)."""
-Report = Callable[[SitemapNodeItem], None]
+Report = Callable[[NodeReport], None]
 """Tells the tree about a node."""
 
 
-def _no_report(node: SitemapNodeItem) -> None:
+def _no_report(node: NodeReport) -> None:
     return None
 
 
@@ -160,7 +158,7 @@ class SiteDiscovery:
     def start(self) -> None:
         """Report the website node and queue the first sitemaps: the start URLs, and with a
         homepage its robots.txt (the known paths follow)."""
-        self._report(SitemapNodeItem(path=(), url=self.website_url, kind=WEBSITE_KIND, finished=True))
+        self._report(NodeReport(path=(), url=self.website_url, kind=NodeKind.WEBSITE, finished=True))
         for index, url in enumerate(self.start_urls):
             role = ROBOTS if url.rstrip("/").endswith("/robots.txt") else START
             self._submit(Visit(url, (index,), 0, frozenset(), role, self.website_url))
@@ -209,7 +207,9 @@ class SiteDiscovery:
             self._known_paths_sent = True
             logger.warning("Site %s is unreachable (%s): its well-known paths are not probed", self.website_url, reason)
             self._report(
-                SitemapNodeItem(path=(), url=self.website_url, kind=WEBSITE_KIND, error=f"unreachable: {reason}")
+                NodeReport(
+                    path=(), url=self.website_url, kind=NodeKind.WEBSITE, error=f"{ErrorReason.UNREACHABLE}: {reason}"
+                )
             )
         self.settle(visit)
         if visit.role == KNOWN:
@@ -218,7 +218,7 @@ class SiteDiscovery:
             logger.info("robots.txt %s unavailable (%s); left out of the tree", visit.url, reason)
         else:
             logger.warning("Sitemap %s unusable: %s", visit.url, reason)
-            self.report(visit, INVALID, reason)
+            self.report(visit, NodeKind.INVALID, reason)
 
     def redirected(self, visit: Visit, final_url: str) -> bool:
         """``visit`` answered from ``final_url``; whether to read it. Left out: a known path
@@ -235,7 +235,7 @@ class SiteDiscovery:
             self.read_urls[final_url] = None
         if final_url in visit.ancestors:
             logger.warning("Sitemap %s redirects to its ancestor %s: loop", visit.url, final_url)
-            self.report(visit, INVALID, LOOP)
+            self.report(visit, NodeKind.INVALID, LOOP)
             return False
         if visit.under_robots:
             self._seen_under_robots.add(final_url)
@@ -243,7 +243,7 @@ class SiteDiscovery:
 
     def follows(self, url: str, parent_kind: str) -> bool:
         """Whether a sub-sitemap ``url`` declared by a sitemap of ``parent_kind`` is fetched."""
-        if parent_kind == ROBOTS_TXT:
+        if parent_kind == NodeKind.ROBOTS_TXT:
             return True
         refusal = self.rules.refusal(url)
         if refusal is None:
@@ -266,16 +266,14 @@ class SiteDiscovery:
             logger.warning("Sitemap %s is its own ancestor: loop", child.url)
         else:
             logger.warning("Sitemap %s is nested deeper than %d levels: depth limit", child.url, self.rules.max_depth)
-        self.report(child, INVALID, problem)
+        self.report(child, NodeKind.INVALID, problem)
 
     def report(
         self, visit: Visit, kind: str, error: str | None = None, page_count: int = 0, finished: bool = True
     ) -> None:
         """Tell the tree about the node of ``visit``."""
         self._report(
-            SitemapNodeItem(
-                path=visit.path, url=visit.url, kind=kind, error=error, page_count=page_count, finished=finished
-            )
+            NodeReport(path=visit.path, url=visit.url, kind=kind, error=error, page_count=page_count, finished=finished)
         )
 
     # -- inside ------------------------------------------------------------------------

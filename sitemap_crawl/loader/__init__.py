@@ -8,6 +8,7 @@
 * :mod:`~sitemap_crawl.loader.tracking`: when a page request is handled (callback tracking).
 """
 
+from sitemap_crawl.codec import page_from_dict
 from sitemap_crawl.loader.core import (
     DEFAULT_LOG_INTERVAL,
     DEFAULT_MAX_DEPTH,
@@ -22,19 +23,13 @@ from sitemap_crawl.loader.core import (
 from sitemap_crawl.loader.fetching import Fetch, FetchedSitemap, SitemapFetchError
 from sitemap_crawl.loader.scrapy_fetcher import (
     DEFAULT_SCHEDULER_PATH,
-    LOG_INTERVAL_SETTING,
-    MAX_IN_FLIGHT_SETTING,
-    PAGE_META_KEY,
-    QUEUE_SIZE_SETTING,
-    SAVE_INTERVAL_SETTING,
     SCHEDULER_PATH,
-    SITEMAP_META_KEY,
-    TOKEN_META_KEY,
     ScrapySitemapFetcher,
     SitemapLoaderScheduler,
 )
 from sitemap_crawl.loader.state import STATE_FIELDS, LoaderState, replay_journal
-from sitemap_crawl.loader.store import DEFAULT_STATE_NAME, StateStore, page_from_dict, read_saved_state
+from sitemap_crawl.loader.store import DEFAULT_STATE_NAME, StateStore, read_saved_state
+from sitemap_crawl.names import PAGE_META_KEY, SITEMAP_META_KEY, TOKEN_META_KEY
 
 __all__ = [
     "DEFAULT_LOG_INTERVAL",
@@ -43,11 +38,7 @@ __all__ = [
     "DEFAULT_SAVE_INTERVAL",
     "DEFAULT_SCHEDULER_PATH",
     "DEFAULT_STATE_NAME",
-    "LOG_INTERVAL_SETTING",
-    "MAX_IN_FLIGHT_SETTING",
     "PAGE_META_KEY",
-    "QUEUE_SIZE_SETTING",
-    "SAVE_INTERVAL_SETTING",
     "SCHEDULER_PATH",
     "SITEMAP_META_KEY",
     "STATE_FIELDS",

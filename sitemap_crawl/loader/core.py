@@ -42,11 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sitemap_crawl import default_settings
+from sitemap_crawl.codec import page_from_dict
 from sitemap_crawl.discovery import ALWAYS, KNOWN_PATHS_MODES, ROBOTS, FollowRules, SiteDiscovery, Visit
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.loader.fetching import Fetch, SitemapFetchError
 from sitemap_crawl.loader.state import LoaderState, replay_journal, state_to_json
-from sitemap_crawl.loader.store import DEFAULT_STATE_NAME, StateStore, page_from_dict
+from sitemap_crawl.loader.store import DEFAULT_STATE_NAME, StateStore
 from sitemap_crawl.parsing import DEFAULT_LIMITS, INVALID, ROBOTS_TXT, Limits, SitemapReader
 from sitemap_crawl.parsing.reader import XML_INDEX
 
@@ -58,12 +60,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_QUEUE_SIZE = 1000
+DEFAULT_QUEUE_SIZE = default_settings.SITEMAP_CRAWL_LOADER_QUEUE_SIZE
 """Page URLs waiting in url_queue at most (SITEMAP_CRAWL_LOADER_QUEUE_SIZE)."""
-DEFAULT_MAX_DEPTH = 10
+DEFAULT_MAX_DEPTH = default_settings.SITEMAP_CRAWL_MAX_DEPTH
 """Index levels read below a start URL, robots.txt or known path (SITEMAP_CRAWL_MAX_DEPTH)."""
-DEFAULT_SAVE_INTERVAL = 5.0
-DEFAULT_LOG_INTERVAL = 60.0
+DEFAULT_SAVE_INTERVAL = default_settings.SITEMAP_CRAWL_LOADER_SAVE_INTERVAL
+DEFAULT_LOG_INTERVAL = default_settings.LOADER_LOG_INTERVAL
 
 _PARSE_SLICE = 512
 """Entries read from a sitemap between two returns to the event loop."""
@@ -134,7 +136,7 @@ class SitemapRequestLoader:
     ) -> None:
         if max_buffer_size < 1:
             raise ValueError("max_buffer_size must be at least 1")
-        from sitemap_crawl.config import DEFAULT_KNOWN_PATHS
+        from sitemap_crawl.default_settings import DEFAULT_KNOWN_PATHS
 
         self._fetch = fetch
         self.start_urls: list[str] = list(dict.fromkeys(str(url).strip() for url in sitemap_urls if str(url).strip()))

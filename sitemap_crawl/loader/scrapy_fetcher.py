@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import Scheduler
 
-from sitemap_crawl.loader.core import DEFAULT_LOG_INTERVAL, DEFAULT_QUEUE_SIZE, DEFAULT_SAVE_INTERVAL
 from sitemap_crawl.loader.fetching import FetchedSitemap, SitemapFetchError
+from sitemap_crawl.names import SITEMAP_META_KEY, TOKEN_META_KEY
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -19,17 +19,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-PAGE_META_KEY = "sitemap_page"
-"""Request/response meta key holding the :class:`~sitemap_crawl.items.SitemapPage` of a page request."""
-TOKEN_META_KEY = "sitemap_crawl_loader"
-"""Request meta key holding the loader's handle of a page request (internal)."""
-SITEMAP_META_KEY = "sitemap_crawl_loader_sitemap"
-"""Request meta key marking the loader's own sitemap downloads."""
-
-QUEUE_SIZE_SETTING = "SITEMAP_CRAWL_LOADER_QUEUE_SIZE"
-MAX_IN_FLIGHT_SETTING = "SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT"
-SAVE_INTERVAL_SETTING = "SITEMAP_CRAWL_LOADER_SAVE_INTERVAL"
-LOG_INTERVAL_SETTING = "SITEMAP_CRAWL_LOADER_LOG_INTERVAL"
 
 SCHEDULER_PATH = "sitemap_crawl.loader.SitemapLoaderScheduler"
 DEFAULT_SCHEDULER_PATH = "scrapy.core.scheduler.Scheduler"
@@ -100,21 +89,18 @@ def loader_from_crawler(
     """See :meth:`SitemapRequestLoader.from_crawler`."""
     from scrapy.utils.job import job_dir
 
-    from sitemap_crawl.config import SettingsReader
     from sitemap_crawl.loader.tracking import ScrapyBinding
+    from sitemap_crawl.settings_reader import SettingsReader
 
     settings = crawler.settings
     config = SettingsReader(settings)
     kwargs.setdefault("limits", config.limits)
     kwargs.setdefault("max_depth", config.max_depth)
     kwargs.setdefault("known_paths", config.known_paths)
-    kwargs.setdefault("known_paths_mode", str(settings.get("SITEMAP_CRAWL_KNOWN_PATHS_MODE") or "always").lower())
-    kwargs.setdefault("max_buffer_size", settings.getint(QUEUE_SIZE_SETTING, DEFAULT_QUEUE_SIZE))
-    kwargs.setdefault("save_interval", settings.getfloat(SAVE_INTERVAL_SETTING, DEFAULT_SAVE_INTERVAL))
-    kwargs.setdefault(
-        "log_interval",
-        settings.getfloat(LOG_INTERVAL_SETTING, settings.getfloat("LOGSTATS_INTERVAL", DEFAULT_LOG_INTERVAL)),
-    )
+    kwargs.setdefault("known_paths_mode", config.known_paths_mode)
+    kwargs.setdefault("max_buffer_size", config.loader_queue_size)
+    kwargs.setdefault("save_interval", config.loader_save_interval)
+    kwargs.setdefault("log_interval", config.loader_log_interval)
     if "persist_dir" not in kwargs:
         kwargs["persist_dir"] = job_dir(settings)
     scheduler = settings.get("SCHEDULER")
@@ -128,7 +114,5 @@ def loader_from_crawler(
         )
     kwargs.setdefault("fetch", ScrapySitemapFetcher(crawler, kwargs["limits"].max_size))
     loader = cls(sitemap_urls, **kwargs)
-    default_in_flight = max(16, 2 * settings.getint("CONCURRENT_REQUESTS"))
-    max_in_flight = max(1, settings.getint(MAX_IN_FLIGHT_SETTING, default_in_flight))
-    loader.attach(ScrapyBinding(loader, crawler, max_in_flight))
+    loader.attach(ScrapyBinding(loader, crawler, config.loader_max_in_flight))
     return loader

@@ -26,7 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sitemap_crawl.items import Alternate, Image, NewsStory, SitemapPage, Video
 from sitemap_crawl.loader.state import LoaderState, replay_journal
 
 logger = logging.getLogger(__name__)
@@ -121,20 +120,3 @@ def read_saved_state(directory: str | Path, state_name: str = DEFAULT_STATE_NAME
     state = LoaderState.from_dict(data)
     replay_journal(state, journal)
     return state
-
-
-def page_from_dict(data: dict[str, Any]) -> SitemapPage:
-    """Rebuild a :class:`SitemapPage` from :meth:`SitemapPage.to_dict` output."""
-    news = data.get("news")
-    return SitemapPage(
-        url=data["url"],
-        sitemap_url=data.get("sitemap_url") or "",
-        priority=float(data.get("priority", 0.5)),
-        last_modified=data.get("last_modified"),
-        change_frequency=data.get("change_frequency"),
-        news=NewsStory(**news) if isinstance(news, dict) else None,
-        images=[Image(**image) for image in data.get("images") or ()],
-        videos=[Video(**video) for video in data.get("videos") or ()],
-        alternates=[Alternate(**alternate) for alternate in data.get("alternates") or ()],
-        website=data.get("website"),
-    )

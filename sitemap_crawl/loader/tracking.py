@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sitemap_crawl.items import SitemapPage
-from sitemap_crawl.loader.scrapy_fetcher import PAGE_META_KEY, TOKEN_META_KEY
+from sitemap_crawl.names import PAGE_META_KEY, TOKEN_META_KEY
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -6,7 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sitemap_crawl.default_settings import SITEMAP_CRAWL_MAX_INDEX_CHILDREN, SITEMAP_CRAWL_MAX_SIZE
 from sitemap_crawl.items import SitemapPage, SitemapRef
+from sitemap_crawl.kinds import ErrorReason, NodeKind, with_detail
 from sitemap_crawl.parsing import robots, text
 from sitemap_crawl.parsing.stream import Body, BodyFormat, StreamError, decoded_stream, leading_text
 from sitemap_crawl.parsing.xml import (
@@ -20,15 +22,17 @@ from sitemap_crawl.parsing.xml import (
     iter_entries,
 )
 
-ROBOTS_TXT = "robots_txt"
-TEXT = "text"
-XML_INDEX = "xml_index"
-INVALID = "invalid"
-NOT_A_SITEMAP = "not a sitemap"
-SIZE_LIMIT = "size limit"
+ROBOTS_TXT = NodeKind.ROBOTS_TXT
+TEXT = NodeKind.TEXT
+XML_INDEX = NodeKind.XML_INDEX
+INVALID = NodeKind.INVALID
+NOT_A_SITEMAP = ErrorReason.NOT_A_SITEMAP
+SIZE_LIMIT = ErrorReason.SIZE_LIMIT
+PARSE_ERROR = ErrorReason.PARSE_ERROR
+"""Short names of the kinds and reasons the reader gives (:mod:`sitemap_crawl.kinds`)."""
 
-DEFAULT_MAX_SIZE = 100 * 1024 * 1024
-PROTOCOL_MAX_CHILDREN = 50_000
+DEFAULT_MAX_SIZE = SITEMAP_CRAWL_MAX_SIZE
+PROTOCOL_MAX_CHILDREN = SITEMAP_CRAWL_MAX_INDEX_CHILDREN
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +92,7 @@ class SitemapReader:
         self._format, self._head, _ = decoded_stream(body, limits.max_size, limits.max_gzip_layers)
         self._dialect: Dialect | None = None
         if is_robots:
-            self.kind = ROBOTS_TXT
+            self.kind: str = ROBOTS_TXT
         elif self._format is BodyFormat.XML:
             self.kind = self._sniff_xml()
         elif self._format is BodyFormat.TEXT:
@@ -103,7 +107,7 @@ class SitemapReader:
                     for _chunk in self._chunks():
                         pass
                 except StreamError as exc:
-                    self.error = exc.reason if exc.reason == SIZE_LIMIT else "parse error"
+                    self.error = exc.reason if exc.reason == SIZE_LIMIT else PARSE_ERROR
                     self.detail = str(exc)
 
     def _chunks(self) -> Iterator[bytes]:
@@ -123,10 +127,10 @@ class SitemapReader:
         elif leading_text(self._head).lower().startswith(("<!doctype html", "<html")):
             # HTML that lxml cannot read as XML at all (lower-case doctype, unquoted attributes)
             self.error, self.detail = NOT_A_SITEMAP, "an HTML page"
-        elif problem is not None and problem.startswith("size limit"):
-            self.error, self.detail = "size limit", "no root element within the size cap"
+        elif problem is not None and problem.startswith(SIZE_LIMIT):
+            self.error, self.detail = SIZE_LIMIT, "no root element within the size cap"
         else:
-            self.error, self.detail = "parse error", problem or "no root element"
+            self.error, self.detail = PARSE_ERROR, problem or "no root element"
         return INVALID
 
     def __iter__(self) -> Iterator[SitemapPage | SitemapRef]:
@@ -155,7 +159,7 @@ class SitemapReader:
                 continue
             seen.add(url)
             if is_index and self.entry_count >= self.limits.max_index_children:
-                self.error = "size limit"
+                self.error = SIZE_LIMIT
                 self.detail = f"more than {self.limits.max_index_children} sub-sitemaps; the rest is ignored"
                 return
             self.entry_count += 1
@@ -175,7 +179,7 @@ class SitemapReader:
         try:
             yield from self._xml_entries_or_problem(raw)
         except _LXML_VALUE_ERRORS as exc:
-            self.error, self.detail = "parse error", f"{type(exc).__name__}: {exc}"
+            self.error, self.detail = PARSE_ERROR, f"{type(exc).__name__}: {exc}"
 
     def _xml_entries_or_problem(self, raw: bool) -> Iterator[Any]:
         assert self._dialect is not None
@@ -184,10 +188,10 @@ class SitemapReader:
         except XmlProblem as problem:
             self.error = problem.reason
             self.detail = problem.detail
-            if problem.reason == "parse error":
+            if problem.reason == PARSE_ERROR:
                 limit = _resource_limit_name(problem.detail)
                 if limit is not None:
-                    self.error = f"parse error: {limit}"
+                    self.error = with_detail(PARSE_ERROR, limit)
                 if _is_resource_limit(problem.detail):
                     # One of libxml2's limits (a text node over 10 MB, nesting deeper than
                     # 256...) stopped the strict parser, which may drop the good entries it
@@ -205,7 +209,7 @@ class SitemapReader:
         try:
             for line in text.iter_lines(text.utf8_chunks(self._chunks(), self._head), self.limits.max_line_length):
                 if line is None:
-                    self.error = "parse error"
+                    self.error = PARSE_ERROR
                     self.detail = f"skipped a line longer than {self.limits.max_line_length} bytes"
                     continue
                 if line in handled:

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from enum import Enum
 from typing import BinaryIO
 
+from sitemap_crawl.kinds import ErrorReason
+
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_SIZE = 256 * 1024
 _SNIFF_SIZE = 1024
@@ -20,25 +22,25 @@ _UTF32_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
 class StreamError(Exception):
     """The body could not be read to its end; ``reason`` is the tree error text."""
 
-    reason = "parse error"
+    reason: str = ErrorReason.PARSE_ERROR
 
 
 class SizeLimitExceeded(StreamError):
     """More decompressed bytes than the size cap allows."""
 
-    reason = "size limit"
+    reason = ErrorReason.SIZE_LIMIT
 
 
 class TruncatedInput(StreamError):
     """A compressed stream that breaks off before its end."""
 
-    reason = "truncated"
+    reason = ErrorReason.TRUNCATED
 
 
 class CorruptInput(StreamError):
     """Bytes that cannot be decompressed."""
 
-    reason = "parse error"
+    reason = ErrorReason.PARSE_ERROR
 
 
 class BodyFormat(Enum):

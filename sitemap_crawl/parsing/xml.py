@@ -19,6 +19,7 @@ from typing import Any
 from lxml import etree
 
 from sitemap_crawl.items import Alternate, Image, NewsStory, SitemapPage, SitemapRef, Video
+from sitemap_crawl.kinds import ErrorReason, NodeKind, with_detail
 from sitemap_crawl.parsing.fields import (
     clean_text,
     normalize_change_frequency,
@@ -115,7 +116,7 @@ def find_root_name(chunks: Iterator[bytes]) -> tuple[str | None, str | None, lis
             for _event, element in parser.read_events():
                 return local_name(_tag(element)).lower(), None, seen
     except etree.XMLSyntaxError as exc:
-        return None, f"parse error: {exc}", seen
+        return None, with_detail(ErrorReason.PARSE_ERROR, str(exc)), seen
     except StreamError as exc:
         return None, exc.reason, seen
     return None, None, seen
@@ -184,15 +185,15 @@ def iter_entries(
                 yield entry
         message = str(exc)
         if _is_resource_limit(message):
-            raise XmlProblem("parse error", message) from exc
+            raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
         if message.startswith("Extra content at the end of the document"):
-            raise XmlProblem("parse error", message) from exc  # junk after the root: every entry was read
+            raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc  # junk after the root: every entry was read
         if "tag mismatch" not in message and _at_end(exc, line_count, last_line_length):
-            raise XmlProblem("truncated", message) from exc  # a cut never causes a tag mismatch
+            raise XmlProblem(ErrorReason.TRUNCATED, message) from exc  # a cut never causes a tag mismatch
         stream_error = yield from _recover(make_chunks, dialect, sitemap_url, skip=produced, raw=raw)
         if stream_error is not None:  # the body also broke off (size limit, cut gzip): say that
             raise XmlProblem(stream_error.reason, str(stream_error)) from exc
-        raise XmlProblem("parse error", message) from exc
+        raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
     for _event, element in strict.read_events():
         entry = read_entry(element, sitemap_url)
         if entry is not None:
@@ -713,15 +714,15 @@ def read_atom_entry(element: Element, sitemap_url: str) -> SitemapPage | None:
 
 
 DIALECTS: dict[str, Dialect] = {
-    "urlset": Dialect("xml_urlset", "{*}url", read_url, extract_url),
-    "sitemapindex": Dialect("xml_index", "{*}sitemap", read_sitemap_entry),
-    "rss": Dialect("rss", "{*}item", read_rss_item),
-    "feed": Dialect("atom", "{*}entry", read_atom_entry),
+    "urlset": Dialect(NodeKind.XML_URLSET, "{*}url", read_url, extract_url),
+    "sitemapindex": Dialect(NodeKind.XML_INDEX, "{*}sitemap", read_sitemap_entry),
+    "rss": Dialect(NodeKind.RSS, "{*}item", read_rss_item),
+    "feed": Dialect(NodeKind.ATOM, "{*}entry", read_atom_entry),
 }
 """Root element local name → dialect."""
 
 EVERY_LINK_DIALECTS: dict[str, Dialect] = {
     **DIALECTS,
-    "urlset": Dialect("xml_urlset", "{*}url", read_url_every_link),
+    "urlset": Dialect(NodeKind.XML_URLSET, "{*}url", read_url_every_link),
 }
 """The dialects for a reader whose pages keep every ``xhtml:link`` (the drop-in SitemapSpider)."""

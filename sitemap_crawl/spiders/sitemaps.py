@@ -34,23 +34,22 @@ from sitemap_crawl.arguments import (
     parse_regex,
     parse_sitemap_urls,
 )
-from sitemap_crawl.config import SettingsReader
 from sitemap_crawl.discovery import ALWAYS, KNOWN_PATHS_MODES, ROBOTS, FollowRules, SiteDiscovery, Visit
 from sitemap_crawl.failures import failure_reason
 from sitemap_crawl.gctuning import GcTuning
-from sitemap_crawl.items import PageBatch, SitemapNodeItem, SitemapPage, SitemapRef
+from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage, SitemapRef
+from sitemap_crawl.kinds import ErrorReason
 from sitemap_crawl.memory import trim
+from sitemap_crawl.names import META_KEY, NOT_FOLLOWED_STAT
 from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
+from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.signals import site_finished, sitemap_node
 from sitemap_crawl.sites import HomepageList, HostGate, host_of
 from sitemap_crawl.wiring import add_sitemap_crawl_components
 
 logger = logging.getLogger(__name__)
-
-META_KEY = "sitemap_crawl"
-"""Request meta key holding the :class:`Visit` of a sitemap request."""
 
 MANY_SITES_CONCURRENT_REQUESTS = 64
 """CONCURRENT_REQUESTS of a many-site run (Scrapy's 16 would keep only a few hosts busy),
@@ -295,7 +294,7 @@ class SitemapsSpider(Spider):
         assert engine is not None
         engine.crawl(self._request(visit))
 
-    def _report_node(self, website_url: str, node: SitemapNodeItem) -> None:
+    def _report_node(self, website_url: str, node: NodeReport) -> None:
         """Tell the tree about a node (the sitemap_node signal)."""
         self.crawler.signals.send_catch_log(sitemap_node, node=node, site=website_url)
 
@@ -410,7 +409,7 @@ class SitemapsSpider(Spider):
                 else:
                     assert isinstance(entry, SitemapRef)
                     if not discovery.follows(entry.url, reader.kind):
-                        self.crawler.stats.inc_value("sitemap_crawl/not_followed")
+                        self.crawler.stats.inc_value(NOT_FOLLOWED_STAT)
                         continue
                     discovery.declare(visit, entry.url, child_index, lineage)
                     child_index += 1
@@ -426,5 +425,5 @@ class SitemapsSpider(Spider):
             return
         if reader.error:
             logger.warning("Sitemap %s: %s (%s)", visit.url, reader.error, reader.detail)
-        error = reader.error or ("truncated" if broken_off else None)
+        error = reader.error or (ErrorReason.TRUNCATED if broken_off else None)
         discovery.report(visit, reader.kind, error, page_count)

@@ -1,0 +1,22 @@
+"""How many CPUs the crawl may use, and so how many parsing workers it starts by default."""
+
+from __future__ import annotations
+
+import os
+
+MAX_AUTO_WORKERS = 4
+"""Parsing workers started at most when SITEMAP_CRAWL_PARSE_WORKERS is left to its default."""
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_worker_count() -> int:
+    """One parsing worker per usable CPU but the crawl process's own (which exports every
+    page), at least 1 and at most MAX_AUTO_WORKERS."""
+    return max(1, min(MAX_AUTO_WORKERS, usable_cpus() - 1))

@@ -1,0 +1,73 @@
+"""Every SITEMAP_CRAWL_* setting of sitemap_crawl and its default (like Scrapy's default_settings).
+
+Plain constants, read through :class:`sitemap_crawl.settings_reader.SettingsReader`;
+the add-on sets them at add-on priority (all but the loader's SITEMAP_CRAWL_LOADER_*,
+whose defaults the loader works out at crawl time). A None default is worked out
+from other settings (see each). Pure: nothing imported.
+"""
+
+from __future__ import annotations
+
+DEFAULT_KNOWN_PATHS: tuple[str, ...] = (
+    "sitemap.xml",
+    "sitemap.xml.gz",
+    "sitemap_index.xml",
+    "sitemap-index.xml",
+    "sitemap_index.xml.gz",
+    "sitemap-index.xml.gz",
+    ".sitemap.xml",
+    "sitemap",
+    "admin/config/search/xmlsitemap",
+    "sitemap/sitemap-index.xml",
+    "sitemap_news.xml",
+    "sitemap-news.xml",
+    "sitemap_news.xml.gz",
+    "sitemap-news.xml.gz",
+)
+"""Well-known sitemap paths, probed in this order after robots.txt."""
+
+SITEMAP_CRAWL_TREE_FILE: str | None = None
+"""Where the sitemap tree is written as JSON (None: not written)."""
+SITEMAP_CRAWL_MAX_DEPTH = 10
+"""Index levels read below a start URL, robots.txt or known path."""
+SITEMAP_CRAWL_MAX_SIZE = 100 * 1024 * 1024
+"""Decompressed bytes read from one sitemap (DOWNLOAD_MAXSIZE caps it too, when set)."""
+SITEMAP_CRAWL_KNOWN_PATHS: list[str] = list(DEFAULT_KNOWN_PATHS)
+"""Paths probed below the homepage after robots.txt."""
+SITEMAP_CRAWL_MAX_INDEX_CHILDREN = 50_000
+"""Sub-sitemaps taken from one index or robots.txt (the protocol allows 50,000)."""
+SITEMAP_CRAWL_BATCH_SIZE = 250
+"""Pages per PageBatch item (0: one item per page)."""
+SITEMAP_CRAWL_TREE_LOG_LINES = 200
+"""Node lines of the tree written to the log at the end."""
+SITEMAP_CRAWL_GC_TUNING = True
+"""Tune the garbage collector for a crawl of many pages."""
+SITEMAP_CRAWL_PARSE_WORKERS: int | str | bool | None = None
+"""Parsing worker processes; None ("auto"): one per usable CPU but one, 1 to 4."""
+SITEMAP_CRAWL_CONCURRENT_SITEMAPS: int | None = None
+"""Sitemaps of one site in flight at once; None: two more than the parsing workers, at least 3."""
+SITEMAP_CRAWL_CONCURRENT_SITES = 100
+"""Sites mapped at once in a many-site run (homepages_file)."""
+SITEMAP_CRAWL_KNOWN_PATHS_MODE = "always"
+"""``always``: probe the well-known paths; ``fallback``: only when robots.txt declares no sitemap."""
+SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE = 256 * 1024
+"""Smallest body sent to a parsing worker (smaller ones are read inline)."""
+
+SITEMAP_CRAWL_LOADER_QUEUE_SIZE = 1000
+"""Page URLs the loader reads ahead and holds in memory."""
+SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT: int | None = None
+"""Page requests handed to Scrapy and not yet handled; None: twice CONCURRENT_REQUESTS,
+at least LOADER_MIN_IN_FLIGHT."""
+SITEMAP_CRAWL_LOADER_SAVE_INTERVAL = 5.0
+"""Seconds between two snapshots of the loader's state (with JOBDIR)."""
+SITEMAP_CRAWL_LOADER_LOG_INTERVAL: float | None = None
+"""Seconds between two progress lines of the loader; None: LOGSTATS_INTERVAL."""
+
+LOADER_MIN_IN_FLIGHT = 16
+"""The least SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT worked out from CONCURRENT_REQUESTS."""
+LOADER_LOG_INTERVAL = 60.0
+"""SITEMAP_CRAWL_LOADER_LOG_INTERVAL when LOGSTATS_INTERVAL is not set either (Scrapy's default)."""
+SETTING_PREFIX = "SITEMAP_CRAWL_"
+"""What every setting name of sitemap_crawl starts with."""
+LOADER_PREFIX = "LOADER_"
+"""What the loader's setting names start with after SETTING_PREFIX (the add-on leaves them alone)."""

@@ -1,0 +1,1 @@
+"""Scrapy extensions of sitemap_crawl (enabled through EXTENSIONS by the add-on and the spider)."""

@@ -1,0 +1,64 @@
+"""The words of the sitemap tree: node kinds and error reasons.
+
+String-valued enums: a member is a ``str`` equal to its value, so the tree file,
+the stats keys and the log read exactly as plain strings would. Pure: no Scrapy.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class NodeKind(StrEnum):
+    """What a node of the tree is."""
+
+    WEBSITE = "website"
+    ROBOTS_TXT = "robots_txt"
+    XML_INDEX = "xml_index"
+    XML_URLSET = "xml_urlset"
+    RSS = "rss"
+    ATOM = "atom"
+    TEXT = "text"
+    INVALID = "invalid"
+
+
+class ErrorReason(StrEnum):
+    """Why a sitemap was not read to its end (or is invalid); the tree's ``error`` and the
+    ``sitemap_crawl/errors/<reason>`` stats. Some reasons carry more after them (see the
+    ``*_PREFIX`` constants); a parse error may say which limit it hit (``parse error: ...``)."""
+
+    TRUNCATED = "truncated"
+    SIZE_LIMIT = "size limit"
+    LOOP = "loop"
+    DEPTH_LIMIT = "depth limit"
+    NOT_A_SITEMAP = "not a sitemap"
+    PARSE_ERROR = "parse error"
+    INTERRUPTED = "interrupted"
+    TIMEOUT = "timeout"
+    REDIRECT_LIMIT = "redirect limit"
+    FORBIDDEN_BY_ROBOTS_TXT = "forbidden by robots.txt"
+    OFFSITE = "offsite"
+    IGNORED = "ignored"
+    DNS_LOOKUP_FAILED = "DNS lookup failed"
+    CONNECTION_REFUSED = "connection refused"
+    CONNECTION_ERROR = "connection error"
+    UNREACHABLE = "unreachable"
+    """Of a website node: its robots.txt could not be reached at all (``unreachable: <why>``)."""
+
+
+HTTP_PREFIX = "HTTP"
+"""``HTTP <status>``: the server answered with an error status."""
+IGNORED_PREFIX = f"{ErrorReason.IGNORED}: "
+"""``ignored: <message>``: a downloader middleware dropped the request, saying why."""
+DOWNLOAD_ERROR_PREFIX = "download error: "
+"""``download error: <exception type>``: any other download failure."""
+
+
+def http_error(status: int) -> str:
+    """The reason of an HTTP error status: ``HTTP 404``."""
+    return f"{HTTP_PREFIX} {status}"
+
+
+def with_detail(reason: ErrorReason, detail: str) -> str:
+    """A reason and what it says more: ``parse error: entity expansion``."""
+    return f"{reason}: {detail}"

@@ -1,0 +1,39 @@
+"""Names sitemap_crawl gives to things outside its code: stats keys and request meta keys.
+
+Plain string constants (the settings reference lists every one of them). Stats keys
+that end in a kind or a reason are built as ``f"{SITEMAPS_STAT}/{kind}"`` and
+``f"{ERRORS_STAT}/{reason}"``. Pure: nothing imported.
+"""
+
+from __future__ import annotations
+
+STATS_PREFIX = "sitemap_crawl"
+"""First part of every stats key of sitemap_crawl."""
+
+PAGES_STAT = "sitemap_crawl/pages"
+"""Pages the spider yielded."""
+NOT_FOLLOWED_STAT = "sitemap_crawl/not_followed"
+"""Sub-sitemaps left out by the follow/deny spider arguments."""
+SITEMAPS_STAT = "sitemap_crawl/sitemaps"
+"""Sitemaps in the tree; ``sitemap_crawl/sitemaps/<kind>`` by kind."""
+ERRORS_STAT = "sitemap_crawl/errors"
+"""Prefix of the stats of nodes with an error, by reason."""
+SITES_STAT = "sitemap_crawl/sites"
+"""Prefix of a many-site run's stats of sites by outcome (``with_sitemaps``, ``unreachable``...)."""
+"""``sitemap_crawl/errors/<reason>``: sitemaps with an error, by reason."""
+
+LOADER_PAGES_QUEUED_STAT = "sitemap_crawl/loader/pages_queued"
+LOADER_PAGES_HANDLED_STAT = "sitemap_crawl/loader/pages_handled"
+LOADER_PAGES_PENDING_STAT = "sitemap_crawl/loader/pages_pending"
+LOADER_SITEMAPS_READ_STAT = "sitemap_crawl/loader/sitemaps_read"
+LOADER_COMPLETED_STAT = "sitemap_crawl/loader/completed"
+LOADER_PAGES_WRITTEN_OFF_STAT = "sitemap_crawl/loader/pages_written_off"
+
+META_KEY = "sitemap_crawl"
+"""Request meta key holding the ``Visit`` of a ``sitemaps`` spider's sitemap request."""
+PAGE_META_KEY = "sitemap_page"
+"""Request/response meta key holding the :class:`~sitemap_crawl.items.SitemapPage` of a page request."""
+TOKEN_META_KEY = "sitemap_crawl_loader"
+"""Request meta key holding the loader's handle of a page request (internal)."""
+SITEMAP_META_KEY = "sitemap_crawl_loader_sitemap"
+"""Request meta key marking the loader's own sitemap downloads."""

@@ -1,0 +1,144 @@
+"""Typed reading of the SITEMAP_CRAWL_* settings, their defaults filled in.
+
+The defaults themselves are :mod:`sitemap_crawl.default_settings`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from sitemap_crawl import default_settings
+from sitemap_crawl.arguments import parse_bool
+from sitemap_crawl.cpus import default_worker_count
+from sitemap_crawl.default_settings import DEFAULT_KNOWN_PATHS
+from sitemap_crawl.parsing import Limits
+
+__all__ = ["DEFAULTS", "DEFAULT_KNOWN_PATHS", "SETTINGS", "SettingsReader"]
+
+SETTINGS: dict[str, Any] = {
+    name: value for name, value in vars(default_settings).items() if name.startswith(default_settings.SETTING_PREFIX)
+}
+"""Every SITEMAP_CRAWL_* setting and its default (from :mod:`sitemap_crawl.default_settings`)."""
+
+DEFAULTS: dict[str, Any] = {
+    name: value
+    for name, value in SETTINGS.items()
+    if not name.removeprefix(default_settings.SETTING_PREFIX).startswith(default_settings.LOADER_PREFIX)
+}
+"""The defaults the add-on sets: every setting but the loader's (worked out at crawl time)."""
+
+
+class SettingsReader:
+    """Typed access to the SITEMAP_CRAWL_* settings of a crawler (defaults filled in)."""
+
+    def __init__(self, settings: Any) -> None:
+        self._settings = settings
+
+    def _get(self, name: str) -> Any:
+        value = self._settings.get(name)
+        return SETTINGS[name] if value is None else value
+
+    @property
+    def tree_file(self) -> str | None:
+        value = self._settings.get("SITEMAP_CRAWL_TREE_FILE")
+        return str(value) if value else None
+
+    @property
+    def max_depth(self) -> int:
+        return int(self._get("SITEMAP_CRAWL_MAX_DEPTH"))
+
+    @property
+    def max_size(self) -> int:
+        return int(self._get("SITEMAP_CRAWL_MAX_SIZE"))
+
+    @property
+    def known_paths(self) -> list[str]:
+        value = self._get("SITEMAP_CRAWL_KNOWN_PATHS")
+        if isinstance(value, str):
+            value = value.split(",")
+        return [path.strip() for path in value if path.strip()]
+
+    @property
+    def batch_size(self) -> int:
+        return max(0, int(self._get("SITEMAP_CRAWL_BATCH_SIZE")))
+
+    @property
+    def tree_log_lines(self) -> int:
+        return int(self._get("SITEMAP_CRAWL_TREE_LOG_LINES"))
+
+    @property
+    def concurrent_sites(self) -> int:
+        """Sites mapped at once in a many-site run."""
+        return max(1, int(self._get("SITEMAP_CRAWL_CONCURRENT_SITES")))
+
+    @property
+    def known_paths_mode(self) -> str:
+        """``always`` or ``fallback`` (lower-cased; checked by the spider)."""
+        return str(self._get("SITEMAP_CRAWL_KNOWN_PATHS_MODE")).strip().lower()
+
+    @property
+    def concurrent_sitemaps(self) -> int:
+        """Sitemaps in flight at once; by default two more than the parsing workers (at least 3),
+        so that the next bodies download while the workers parse."""
+        value = self._get("SITEMAP_CRAWL_CONCURRENT_SITEMAPS")
+        if value is None:
+            return max(3, self.parse_workers + 2)
+        return max(1, int(value))
+
+    @property
+    def parse_workers(self) -> int:
+        """Parsing worker processes; None means one per usable CPU (1 to 4), 0 none."""
+        name = "SITEMAP_CRAWL_PARSE_WORKERS"
+        value = self._get(name)
+        if not isinstance(value, bool):
+            with contextlib.suppress(TypeError, ValueError):
+                return max(0, int(value))  # a count: 2, "2"
+        if str(value).strip().lower() == "auto":
+            return default_worker_count()
+        return default_worker_count() if parse_bool(name, value, True) else 0
+
+    @property
+    def parse_worker_min_size(self) -> int:
+        return int(self._get("SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE"))
+
+    @property
+    def limits(self) -> Limits:
+        """The parsing bounds; a body is read (downloaded, then decompressed) up to the
+        smaller of SITEMAP_CRAWL_MAX_SIZE and Scrapy's DOWNLOAD_MAXSIZE (when set)."""
+        max_size = self.max_size
+        download_maxsize = int(self._settings.get("DOWNLOAD_MAXSIZE") or 0)
+        if download_maxsize > 0:
+            max_size = min(max_size, download_maxsize)
+        return Limits(
+            max_size=max_size,
+            max_index_children=int(self._get("SITEMAP_CRAWL_MAX_INDEX_CHILDREN")),
+        )
+
+    @property
+    def loader_queue_size(self) -> int:
+        """Page URLs the loader reads ahead (SITEMAP_CRAWL_LOADER_QUEUE_SIZE)."""
+        return int(self._get("SITEMAP_CRAWL_LOADER_QUEUE_SIZE"))
+
+    @property
+    def loader_save_interval(self) -> float:
+        """Seconds between two snapshots of the loader's state (SITEMAP_CRAWL_LOADER_SAVE_INTERVAL)."""
+        return float(self._get("SITEMAP_CRAWL_LOADER_SAVE_INTERVAL"))
+
+    @property
+    def loader_log_interval(self) -> float:
+        """Seconds between two progress lines (SITEMAP_CRAWL_LOADER_LOG_INTERVAL, else LOGSTATS_INTERVAL)."""
+        value = self._get("SITEMAP_CRAWL_LOADER_LOG_INTERVAL")
+        if value is None:
+            value = self._settings.get("LOGSTATS_INTERVAL")
+        return float(default_settings.LOADER_LOG_INTERVAL if value is None else value)
+
+    @property
+    def loader_max_in_flight(self) -> int:
+        """Page requests handed to Scrapy and not yet handled, at most (SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT,
+        else twice CONCURRENT_REQUESTS, at least 16); at least 1."""
+        value = self._get("SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT")
+        if value is None:
+            concurrent = int(self._settings.get("CONCURRENT_REQUESTS") or 0)
+            value = max(default_settings.LOADER_MIN_IN_FLIGHT, 2 * concurrent)
+        return max(1, int(value))

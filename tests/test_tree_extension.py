@@ -1,0 +1,34 @@
+"""The tree extension and its former name, the tree pipeline: either, or both, build one tree."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.crawl import CrawlRunner
+from tests.test_crawl_tree import FAST, SiteFactory, assert_summary_at_the_end, mixed_site
+
+EXTENSION = "sitemap_crawl.extensions.tree.SitemapTreeExtension"
+PIPELINE = "sitemap_crawl.pipelines.SitemapTreePipeline"
+
+WIRINGS = {
+    "extension only": {},
+    "pipeline only": {"EXTENSIONS": {EXTENSION: None}, "ITEM_PIPELINES": {PIPELINE: 100}},
+    "both": {"ITEM_PIPELINES": {PIPELINE: 100}},
+}
+
+
+@pytest.mark.parametrize("wiring", list(WIRINGS))
+def test_one_tree_whichever_is_enabled(fixture_site: SiteFactory, crawl: CrawlRunner, wiring: str) -> None:
+    site = mixed_site(fixture_site)
+
+    result = crawl({"homepage": site.base}, settings={**FAST, **WIRINGS[wiring]}).assert_ok()
+
+    assert result.tree is not None and result.tree["kind"] == "website"
+    assert result.stats["sitemap_crawl/pages"] == 6
+    assert result.stats["sitemap_crawl/sitemaps"] == 7
+    assert result.stats["sitemap_crawl/errors/HTTP 404"] == 1
+    summary = assert_summary_at_the_end(result)
+    assert "Pages: 6" in summary
+    assert result.log.count("Sitemap tree:") == 1
+    assert result.log.count("Sitemap tree written to") == 1
+    assert (PIPELINE in result.log) == ("ITEM_PIPELINES" in WIRINGS[wiring])
