@@ -102,12 +102,7 @@ def entry_to_tuple(entry: SitemapPage | SitemapRef) -> EntryTuple:
 def entry_from_tuple(values: EntryTuple, sitemap_url: str) -> SitemapPage | SitemapRef:
     """The inverse of :func:`entry_to_tuple`; an :func:`~sitemap_crawl.parsing.xml.extract_url`
     tuple (a urlset page whose fields the worker left as written) is finished here."""
-    size = len(values)
-    if size == REF_TUPLE_SIZE:
-        return ref_from_tuple(values)
-    if size == RAW_PAGE_SIZE and values[0] == RAW_PAGE:
-        return finish_page(values, sitemap_url)
-    return page_from_tuple(values, sitemap_url)
+    return entries_from_tuples([values], sitemap_url)[0]
 
 
 def entries_from_tuples(batch: list[EntryTuple], sitemap_url: str) -> list[SitemapPage | SitemapRef]:
