@@ -13,7 +13,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sitemap_crawl.items import SitemapPage
-from sitemap_crawl.names import PAGE_META_KEY, TOKEN_META_KEY
+from sitemap_crawl.names import (
+    LOADER_COMPLETED_STAT,
+    LOADER_PAGES_HANDLED_STAT,
+    LOADER_PAGES_PENDING_STAT,
+    LOADER_PAGES_QUEUED_STAT,
+    LOADER_PAGES_WRITTEN_OFF_STAT,
+    LOADER_SITEMAPS_READ_STAT,
+    PAGE_META_KEY,
+    TOKEN_META_KEY,
+)
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -314,13 +323,13 @@ class ScrapyBinding:
         loader.close()
         stats = self.crawler.stats
         if stats is not None:
-            stats.set_value("sitemap_crawl/loader/pages_queued", loader.total_count)
-            stats.set_value("sitemap_crawl/loader/pages_handled", loader.handled_count)
-            stats.set_value("sitemap_crawl/loader/pages_pending", loader.pending_count)
-            stats.set_value("sitemap_crawl/loader/sitemaps_read", loader.processed_sitemap_count)
-            stats.set_value("sitemap_crawl/loader/completed", loader.completed)
+            stats.set_value(LOADER_PAGES_QUEUED_STAT, loader.total_count)
+            stats.set_value(LOADER_PAGES_HANDLED_STAT, loader.handled_count)
+            stats.set_value(LOADER_PAGES_PENDING_STAT, loader.pending_count)
+            stats.set_value(LOADER_SITEMAPS_READ_STAT, loader.processed_sitemap_count)
+            stats.set_value(LOADER_COMPLETED_STAT, loader.completed)
             if self.written_off:
-                stats.set_value("sitemap_crawl/loader/pages_written_off", self.written_off)
+                stats.set_value(LOADER_PAGES_WRITTEN_OFF_STAT, self.written_off)
 
 
 async def page_requests(

@@ -6,7 +6,7 @@ Discovery order: robots.txt and every sitemap under it, then the well-known
 paths (skipping URLs already seen under robots.txt). Each response is sniffed
 and streamed through the pure parsers; pages leave in batches (or one item per
 page with SITEMAP_CRAWL_BATCH_SIZE=0) and one node item per sitemap feeds the
-tree pipeline.
+tree extension.
 """
 
 from __future__ import annotations
@@ -311,7 +311,7 @@ class SitemapsSpider(Spider):
     def _request(self, visit: Visit) -> Request:
         return Request(
             visit.url,
-            callback=self.parse_sitemap,
+            callback=self.read_sitemap,
             errback=self.sitemap_failed,
             dont_filter=True,
             priority=visit.depth,  # deeper first: depth-first, document order (FIFO queues)
@@ -336,10 +336,10 @@ class SitemapsSpider(Spider):
             discovery.failed(visit, failure_reason(failure))
         self._sitemap_done(visit)
 
-    async def parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
+    async def read_sitemap(self, response: Response) -> AsyncIterator[Any]:
         """Callback for every sitemap and robots.txt response."""
         try:
-            async for output in self._parse_sitemap(response):
+            async for output in self._read_response(response):
                 yield output
         finally:
             visit = response.meta[META_KEY]
@@ -348,7 +348,7 @@ class SitemapsSpider(Spider):
                 discovery.settle(visit)
             self._sitemap_done(visit)
 
-    async def _parse_sitemap(self, response: Response) -> AsyncIterator[Any]:
+    async def _read_response(self, response: Response) -> AsyncIterator[Any]:
         visit: Visit = response.meta[META_KEY]
         discovery = self.sites[visit.site]
         final_url = response.url
