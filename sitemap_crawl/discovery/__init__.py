@@ -3,7 +3,6 @@
 from sitemap_crawl.discovery.rules import (
     ALWAYS,
     CHILD,
-    DECLARED,
     DEPTH_LIMIT,
     FALLBACK,
     KNOWN,
@@ -24,7 +23,6 @@ from sitemap_crawl.discovery.site import SiteDiscovery, Visit
 __all__ = [
     "ALWAYS",
     "CHILD",
-    "DECLARED",
     "DEPTH_LIMIT",
     "FALLBACK",
     "KNOWN",

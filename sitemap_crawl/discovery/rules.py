@@ -25,8 +25,6 @@ START = "start"
 """Role of a sitemap URL the user gave (``sitemap_urls``)."""
 CHILD = "child"
 """Role of a sitemap declared by robots.txt or by an index."""
-DECLARED = "declared"
-"""The loader's role of any sitemap that is neither robots.txt nor a known path."""
 
 LOOP = ErrorReason.LOOP
 """Why a sub-sitemap that is its own ancestor (also through a redirect) is not fetched."""
