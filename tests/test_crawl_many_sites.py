@@ -105,6 +105,16 @@ def test_a_file_of_homepages_maps_every_site_once(
     assert f"Sites: {len(expected) + 1} mapped" in result.log
     assert "1 unreachable" in result.log
     assert " in flight, " in result.log and "taken from " in result.log  # the progress line
+    # sitemap requests: robots.txt, what it declares, the known path sitemap.xml (mode always)
+    requests = (
+        (1 + 1 + 12 + 1)  # s00: robots.txt, the index, its 12 children, sitemap.xml
+        + 39 * 3  # s01-s39: robots.txt, their sitemap, sitemap.xml
+        + 5 * 2  # plain0-4: robots.txt, sitemap.xml
+        + 3  # moved.test: robots.txt (redirected by Scrapy), map.xml, sitemap.xml
+        + 1  # gone.invalid: robots.txt only (unreachable: nothing else)
+    )
+    assert result.stats["sitemap_crawl/sites_done"] == len(expected) + 1
+    assert result.stats["sitemap_crawl/requests"] == requests
 
 
 def _walk(node: dict[str, Any]) -> list[dict[str, Any]]:

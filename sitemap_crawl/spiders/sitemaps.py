@@ -40,7 +40,7 @@ from sitemap_crawl.gctuning import GcTuning
 from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage, SitemapRef
 from sitemap_crawl.kinds import ErrorReason
 from sitemap_crawl.memory import trim
-from sitemap_crawl.names import META_KEY, NOT_FOLLOWED_STAT
+from sitemap_crawl.names import META_KEY, NOT_FOLLOWED_STAT, REQUESTS_STAT, SITES_DONE_STAT
 from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
@@ -229,6 +229,7 @@ class SitemapsSpider(Spider):
             return
         del self.sites[website_url]
         self.sites_done += 1
+        self.crawler.stats.inc_value(SITES_DONE_STAT)
         self.crawler.signals.send_catch_log(site_finished, site=website_url, unreachable=discovery.unreachable)
         self._open_sites()
 
@@ -292,6 +293,7 @@ class SitemapsSpider(Spider):
     def _send(self, visit: Visit) -> None:
         engine = self.crawler.engine
         assert engine is not None
+        self.crawler.stats.inc_value(REQUESTS_STAT)
         engine.crawl(self._request(visit))
 
     def _report_node(self, website_url: str, node: NodeReport) -> None:
