@@ -65,11 +65,10 @@ class TreeFile:
             self._finish(stream)
 
     def _open(self) -> IO[str]:
-        if self._stream is None or self._stream.closed:
+        if self._stream is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.lines:
-                mode = "a" if self._stream is not None else "w"  # a new run starts the file anew
-                self._stream = self.path.open(mode, encoding="utf-8")
+                self._stream = self.path.open("w", encoding="utf-8")  # a new run starts the file anew
             else:
                 handle, name = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
                 self._temporary = Path(name)

@@ -161,3 +161,19 @@ def test_a_run_stopped_with_sigint_keeps_the_tree_lines_of_finished_sites(
     for tree in trees[4:]:  # the site stopped halfway, if the stop let it be written: marked
         assert tree["url"] == f"http://slow.test:{site.port}/"
         assert tree["sub_sitemaps"][0]["sub_sitemaps"][0]["error"] == "interrupted"
+
+
+def test_sites_with_nothing_to_fetch_finish_one_after_another(crawl: CrawlRunner, tmp_path: Path) -> None:
+    # nothing is fetched (no robots.txt, no known path): each site is done as soon as it
+    # starts, and the next one takes its place, for a list longer than Python's recursion limit
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text("".join(f"http://s{n}.test/\n" for n in range(3000)), encoding="utf-8")
+    trees_path = tmp_path / "trees.jsonl"
+
+    result = crawl(
+        {"homepages_file": str(homepages), "use_robots": False, "use_known_paths": False},
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(trees_path)},
+    ).assert_ok()
+
+    assert len(trees_path.read_text("utf-8").splitlines()) == 3000
+    assert result.stats["sitemap_crawl/sites_done"] == 3000

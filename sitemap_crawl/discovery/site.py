@@ -141,10 +141,6 @@ class SiteDiscovery:
         """The sitemaps not yet sent, in the order they will be."""
         return [visit.url for visit in self._waiting]
 
-    @property
-    def in_flight(self) -> list[Visit]:
-        return list(self._in_flight)
-
     def role_of(self, url: str) -> str:
         """The role of a sitemap known by its URL alone (the loader's restored sitemaps)."""
         if is_robots_txt(url):

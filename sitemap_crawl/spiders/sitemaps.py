@@ -206,7 +206,8 @@ class SitemapsSpider(Spider):
         )
         self.sites[website_url] = discovery
         discovery.start()
-        self._close_site_if_done(website_url)
+        # a site with nothing to fetch is done at once; the caller takes the next one (no recursion)
+        self._close_site_if_done(website_url, take_next=False)
 
     def _open_sites(self) -> bool:
         """Start sites from the homepage list while fewer than SITEMAP_CRAWL_CONCURRENT_SITES
@@ -222,8 +223,9 @@ class SitemapsSpider(Spider):
             self._open_site(homepage, [])
         return opened
 
-    def _close_site_if_done(self, website_url: str) -> None:
-        """A site with nothing left to fetch is finished: its tree is complete."""
+    def _close_site_if_done(self, website_url: str, take_next: bool = True) -> None:
+        """A site with nothing left to fetch is finished: its tree is complete (and, with
+        ``take_next``, the next homepage of the list takes its place)."""
         discovery = self.sites.get(website_url)
         if discovery is None or not discovery.finish():
             return
@@ -231,7 +233,8 @@ class SitemapsSpider(Spider):
         self.sites_done += 1
         self.crawler.stats.inc_value(SITES_DONE_STAT)
         self.crawler.signals.send_catch_log(site_finished, site=website_url, unreachable=discovery.unreachable)
-        self._open_sites()
+        if take_next:
+            self._open_sites()
 
     async def start(self) -> AsyncIterator[Any]:
         self._setup()
