@@ -6,6 +6,8 @@ import os
 
 MAX_AUTO_WORKERS = 4
 """Parsing workers started at most when SITEMAP_CRAWL_PARSE_WORKERS is left to its default."""
+MAX_AUTO_PROCESSES = 4
+"""Crawl processes of a many-site run at most when SITEMAP_CRAWL_PROCESSES is left to its default."""
 
 
 def usable_cpus() -> int:

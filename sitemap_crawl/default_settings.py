@@ -47,7 +47,16 @@ SITEMAP_CRAWL_PARSE_WORKERS: int | str | bool | None = None
 SITEMAP_CRAWL_CONCURRENT_SITEMAPS: int | None = None
 """Sitemaps of one site in flight at once; None: two more than the parsing workers, at least 3."""
 SITEMAP_CRAWL_CONCURRENT_SITES = 100
-"""Sites mapped at once in a many-site run (homepages_file)."""
+"""Sites mapped at once in a many-site run (homepages_file), in each crawl process."""
+SITEMAP_CRAWL_PROCESSES: int | str | None = None
+"""Crawl processes of a many-site run (homepages_file), the sites split among them by host;
+None ("auto"): one per usable CPU, 1 to 4. A single-site run uses one."""
+SITEMAP_CRAWL_IDLE_CONNECTION_TIMEOUT = 10.0
+"""Many-site run: seconds an idle keep-alive connection stays open (Twisted's default is 240)."""
+SITEMAP_CRAWL_SHARD: str | None = None
+"""Internal: the share (``index/count``) of the sites that a helper crawl process maps."""
+SITEMAP_CRAWL_SHARD_FD: int | None = None
+"""Internal: the file descriptor on which a helper crawl process sends its output."""
 SITEMAP_CRAWL_KNOWN_PATHS_MODE = "always"
 """``always``: probe the well-known paths; ``fallback``: only when robots.txt declares no sitemap."""
 SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE = 256 * 1024

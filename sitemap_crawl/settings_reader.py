@@ -10,9 +10,10 @@ from typing import Any
 
 from sitemap_crawl import default_settings
 from sitemap_crawl.arguments import parse_bool
-from sitemap_crawl.cpus import default_worker_count
+from sitemap_crawl.cpus import MAX_AUTO_PROCESSES, default_worker_count, usable_cpus
 from sitemap_crawl.default_settings import DEFAULT_KNOWN_PATHS
 from sitemap_crawl.parsing import Limits
+from sitemap_crawl.sites.shard import Shard
 
 __all__ = ["DEFAULTS", "DEFAULT_KNOWN_PATHS", "SETTINGS", "SettingsReader"]
 
@@ -71,6 +72,20 @@ class SettingsReader:
     def concurrent_sites(self) -> int:
         """Sites mapped at once in a many-site run."""
         return max(1, int(self._get("SITEMAP_CRAWL_CONCURRENT_SITES")))
+
+    @property
+    def crawl_processes(self) -> int:
+        """Crawl processes of a many-site run; None or "auto": one per usable CPU, 1 to 4."""
+        value = self._get("SITEMAP_CRAWL_PROCESSES")
+        if value is None or str(value).strip().lower() == "auto":
+            return max(1, min(MAX_AUTO_PROCESSES, usable_cpus()))
+        return max(1, int(value))
+
+    @property
+    def shard(self) -> Shard | None:
+        """The share of a helper crawl process (None in the main process)."""
+        value = self._get("SITEMAP_CRAWL_SHARD")
+        return None if value is None else Shard.parse(str(value))
 
     @property
     def known_paths_mode(self) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sitemap_crawl.arguments import SpiderArgumentError
-from sitemap_crawl.sites import HomepageList, HostGate, host_of
+from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 
 
 def test_homepages_are_normalised_deduplicated_and_bad_lines_reported(caplog: pytest.LogCaptureFixture) -> None:
@@ -65,3 +65,29 @@ def test_host_gate_holds_each_host_to_its_bound_in_order() -> None:
 
 def test_host_of_lowers_the_host_and_drops_the_port() -> None:
     assert host_of("https://WWW.Shop.Example:8443/x") == "www.shop.example"
+
+
+def test_shares_split_the_sites_by_host_each_in_exactly_one() -> None:
+    lines = [f"https://site{n}.example/\n" for n in range(200)] + ["http://site7.example:8080/\n", "bad line\n"]
+    shares = [HomepageList(lines, "sites.txt", shard=Shard(index, 3)) for index in range(3)]
+    taken = [list(share) for share in shares]
+    everything = list(HomepageList(lines, "sites.txt"))
+    assert sorted(url for share in taken for url in share) == sorted(everything)  # nothing lost, nothing twice
+    assert all(len(share) > 30 for share in taken)  # a fair split
+    # the two sites of one host are in the same share (per-host politeness stays in one process)
+    holder = [i for i, share in enumerate(taken) if "https://site7.example/" in share]
+    assert holder and "http://site7.example:8080/" in taken[holder[0]]
+
+
+def test_only_the_first_share_reports_bad_lines(caplog: pytest.LogCaptureFixture) -> None:
+    lines = ["https://a.example/\n", "not a url\n"]
+    for index in range(2):
+        list(HomepageList(lines, "sites.txt", shard=Shard(index, 2)))
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert errors == ["sites.txt line 2: 'not a url' is not an http(s) URL; skipped"]
+
+
+@pytest.mark.parametrize("text", ["2/2", "-1/2", "1", "a/b"])
+def test_a_bad_share_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        Shard.parse(text)

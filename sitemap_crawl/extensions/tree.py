@@ -23,6 +23,7 @@ from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 
 from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage
 from sitemap_crawl.kinds import NodeKind
@@ -81,6 +82,8 @@ class SitemapTreeExtension:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapTreeExtension:
+        if crawler.settings.get("SITEMAP_CRAWL_SHARD_FD") is not None:
+            raise NotConfigured  # a helper crawl process: the main process keeps the trees
         return cls.for_crawler(crawler)
 
     @property

@@ -2,5 +2,6 @@
 
 from sitemap_crawl.sites.homepages import HomepageList, site_key
 from sitemap_crawl.sites.hosts import HostGate, host_of
+from sitemap_crawl.sites.shard import Shard
 
-__all__ = ["HomepageList", "HostGate", "host_of", "site_key"]
+__all__ = ["HomepageList", "HostGate", "Shard", "host_of", "site_key"]

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
+from sitemap_crawl.sites.hosts import host_of
+from sitemap_crawl.sites.shard import Shard
 
 logger = logging.getLogger(__name__)
 
@@ -29,11 +31,13 @@ class HomepageList:
     """The homepages of a list, normalised and without repeats, in file order.
 
     Iterating reads the lines as they are needed; ``skipped`` and ``repeated`` count
-    the bad lines and the homepages already seen.
+    the bad lines and the homepages already seen. With a ``shard``, only the homepages
+    whose host falls in that share are given (bad lines are reported by share 0 only).
     """
 
-    def __init__(self, lines: Iterable[str], source: str, normalize: bool = True) -> None:
+    def __init__(self, lines: Iterable[str], source: str, normalize: bool = True, shard: Shard | None = None) -> None:
         self.source = source
+        self.shard = shard or Shard(0, 1)
         self.normalize = normalize
         self.skipped = 0
         self.repeated = 0
@@ -42,14 +46,14 @@ class HomepageList:
         self._seen: set[int] = set()
 
     @classmethod
-    def from_file(cls, path: str | Path, normalize: bool = True) -> HomepageList:
+    def from_file(cls, path: str | Path, normalize: bool = True, shard: Shard | None = None) -> HomepageList:
         """The list in a UTF-8 text file; SpiderArgumentError when it cannot be opened."""
         file_path = Path(path)
         try:
             handle = file_path.open(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise SpiderArgumentError(f"homepages_file={str(path)!r} cannot be read: {exc.strerror or exc}") from None
-        return cls(_closing_lines(handle), str(path), normalize)
+        return cls(_closing_lines(handle), str(path), normalize, shard)
 
     def __iter__(self) -> Iterator[str]:
         for number, raw in enumerate(self._lines, start=1):
@@ -60,7 +64,11 @@ class HomepageList:
                 homepage = parse_homepage(text, self.normalize)
             except SpiderArgumentError:
                 self.skipped += 1
+                if self.shard.index:
+                    continue
                 logger.error("%s line %d: %r is not an http(s) URL; skipped", self.source, number, text[:200])
+                continue
+            if not self.shard.holds(host_of(homepage)):
                 continue
             key = site_key(homepage)
             if key in self._seen:

@@ -35,25 +35,44 @@ from sitemap_crawl.arguments import (
     parse_sitemap_urls,
 )
 from sitemap_crawl.discovery import ALWAYS, KNOWN_PATHS_MODES, ROBOTS, FollowRules, SiteDiscovery, Visit
+from sitemap_crawl.downloads import MANY_SITES_HANDLER
 from sitemap_crawl.failures import failure_reason
 from sitemap_crawl.gctuning import GcTuning
 from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage, SitemapRef
-from sitemap_crawl.kinds import ErrorReason
+from sitemap_crawl.kinds import ErrorReason, http_error
 from sitemap_crawl.memory import trim
 from sitemap_crawl.names import META_KEY, NOT_FOLLOWED_STAT, REQUESTS_STAT, SITES_DONE_STAT
 from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
 from sitemap_crawl.settings_reader import SettingsReader
+from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, page_batch
 from sitemap_crawl.signals import site_finished, sitemap_node
-from sitemap_crawl.sites import HomepageList, HostGate, host_of
+from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 from sitemap_crawl.wiring import add_sitemap_crawl_components
 
 logger = logging.getLogger(__name__)
 
-MANY_SITES_CONCURRENT_REQUESTS = 64
-"""CONCURRENT_REQUESTS of a many-site run (Scrapy's 16 would keep only a few hosts busy),
+MANY_SITES_CONCURRENT_REQUESTS = 128
+"""CONCURRENT_REQUESTS of a many-site run, in each crawl process (Scrapy's 16 would keep only a few hosts busy),
 unless the project set it."""
+UNUSED_SPIDER_MIDDLEWARES = (
+    "scrapy.spidermiddlewares.referer.RefererMiddleware",
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware",
+    "scrapy.spidermiddlewares.depth.DepthMiddleware",
+    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware",
+)
+"""Spider middlewares that act only on requests a callback yields: the sitemaps spider's
+callbacks yield none (it sends its requests to the engine), so each would only wrap every
+callback's output in one more async generator. A project that lists one of them in
+SPIDER_MIDDLEWARES still gets it."""
+ERROR_STATUSES = range(400, 600)
+"""HTTP errors the callback takes as they are (``handle_httpstatus_list``) instead of an
+HttpError failure: most requests of a many-site run are well-known paths that answer 404,
+and the failure path (an exception, a Failure, the errback chain) cost ~10% of its CPU."""
+TRIM_AFTER_BYTES = 4 << 20
+"""Hand free heap memory back to the system once this many body bytes were read since the
+last time (after every sitemap, the call cost ~5% of a many-site run's CPU)."""
 
 install_traceback_filter()
 
@@ -89,10 +108,15 @@ class SitemapsSpider(Spider):
         # The spider bounds the bodies itself (SITEMAP_CRAWL_CONCURRENT_SITEMAPS in flight).
         if (settings.getpriority("SCRAPER_SLOT_MAX_ACTIVE_SIZE") or 0) <= SETTINGS_PRIORITIES["default"]:
             settings.set("SCRAPER_SLOT_MAX_ACTIVE_SIZE", 1 << 40, priority="spider")
+        if (settings.getpriority("SPIDER_MIDDLEWARES_BASE") or 0) <= SETTINGS_PRIORITIES["default"]:
+            base = settings.getdict("SPIDER_MIDDLEWARES_BASE")
+            kept = {name: order for name, order in base.items() if name not in UNUSED_SPIDER_MIDDLEWARES}
+            settings.set("SPIDER_MIDDLEWARES_BASE", kept, priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SitemapsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.arguments = dict(kwargs)  # a helper crawl process gets the same
         mode = str(crawler.settings.get("SITEMAP_CRAWL_KNOWN_PATHS_MODE") or ALWAYS).strip().lower()
         if mode not in KNOWN_PATHS_MODES:
             logger.error(
@@ -107,6 +131,11 @@ class SitemapsSpider(Spider):
             settings = crawler.settings
             if (settings.getpriority("CONCURRENT_REQUESTS") or 0) <= SETTINGS_PRIORITIES["default"]:
                 settings.set("CONCURRENT_REQUESTS", MANY_SITES_CONCURRENT_REQUESTS, priority="spider")
+            handlers = settings.getdict("DOWNLOAD_HANDLERS")
+            for scheme in ("http", "https"):
+                if scheme not in handlers:  # a project's own handler is kept
+                    handlers[scheme] = MANY_SITES_HANDLER
+            settings.set("DOWNLOAD_HANDLERS", handlers, priority="spider")
         crawler.signals.connect(spider._on_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._close_readers, signal=signals.spider_closed)
         if crawler.settings.getbool("SITEMAP_CRAWL_GC_TUNING", True):
@@ -153,6 +182,8 @@ class SitemapsSpider(Spider):
         if not self.start_sitemap_urls and not (self.use_robots or self.use_known_paths or self.extra_known_paths):
             logger.warning("use_robots and use_known_paths are both false: nothing will be fetched")
         self._gc_tuning = GcTuning()
+        self.arguments: dict[str, Any] = {}
+        self.helpers: HelperProcesses | None = None
         self.known_paths_mode = ALWAYS  # SITEMAP_CRAWL_KNOWN_PATHS_MODE, read by from_crawler
 
     def _setup(self) -> None:
@@ -177,6 +208,15 @@ class SitemapsSpider(Spider):
             max_depth=self.max_depth,
         )
         self.concurrent_sites = config.concurrent_sites
+        if self.homepages is not None:
+            shard = config.shard
+            count = config.crawl_processes
+            spider_path = f"{type(self).__module__}.{type(self).__qualname__}"
+            if shard is None and count > 1 and type(self).__module__ != "__main__":
+                shard = Shard(0, count)
+                self.helpers = HelperProcesses(self.crawler, spider_path, self.arguments, count)
+            if shard is not None:
+                self.homepages.shard = shard
         per_host = self.crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         self.gate: HostGate[Visit] = HostGate(per_host, self._send)
         self.sites: dict[str, SiteDiscovery] = {}
@@ -184,6 +224,8 @@ class SitemapsSpider(Spider):
         self.sites_done = 0
         self.sitemaps_done = 0
         self.pages_read = 0
+        self.requests_sent = 0
+        self._body_bytes_since_trim = 0
         self._progress: asyncio.TimerHandle | None = None
         self._progress_interval = self.crawler.settings.getfloat("LOGSTATS_INTERVAL")
         self._progress_last = (time.monotonic(), 0)
@@ -242,12 +284,37 @@ class SitemapsSpider(Spider):
             self._homepage_iterator = iter(self.homepages)
             self._schedule_progress()
             self._open_sites()
-            if not self.sites:
+            if self.helpers is not None:
+                await self.helpers.start()
+                async for tag, message in self.helpers.messages():
+                    for item in self._helper_message(tag, message):
+                        yield item
+                for name, value in self.helpers.stats.items():
+                    self.crawler.stats.inc_value(name, value)
+            if not self.sites and not self.sites_done:
                 logger.warning("%s lists no usable homepage: nothing to map", self.homepages.source)
         else:
             self._open_site(self.homepage, self.start_sitemap_urls)
-        return
-        yield  # start() stays an async generator; sitemap requests are sent by the discovery, in order
+        # sitemap requests are sent by the discovery, in order; start() yields only the
+        # pages of the helper crawl processes
+
+    def _helper_message(self, tag: str, message: tuple[Any, ...]) -> list[Any]:
+        """What a helper crawl process sent, made this process's items and signals."""
+        if tag == PAGES:
+            batch = page_batch(message)
+            self.pages_read += len(batch.pages)
+            return list(batch.pages) if message[3] is None else [batch]
+        if tag == NODE:
+            _, website_url, node = message
+            if node.finished:
+                self.sitemaps_done += 1
+            self._report_node(website_url, node)
+        elif tag == SITE:
+            _, website_url, unreachable = message[:3]
+            self.sites_done += 1
+            self.crawler.stats.inc_value(SITES_DONE_STAT)
+            self.crawler.signals.send_catch_log(site_finished, site=website_url, unreachable=unreachable)
+        return []
 
     def _schedule_progress(self) -> None:
         if self._progress_interval > 0:
@@ -260,11 +327,12 @@ class SitemapsSpider(Spider):
         self._progress_last = (now, self.pages_read)
         rate = (self.pages_read - pages_then) * 60 / max(now - since, 1e-9)
         homepages = self.homepages
+        helpers_in_flight, helpers_taken = self.helpers.progress() if self.helpers is not None else (0, 0)
         logger.info(
             "Sites: %d done, %d in flight, %d taken from %s; sitemaps read: %d; pages: %d (%d pages/min)",
             self.sites_done,
-            len(self.sites),
-            homepages.taken if homepages is not None else 0,
+            len(self.sites) + helpers_in_flight,
+            (homepages.taken if homepages is not None else 0) + helpers_taken,
             homepages.source if homepages is not None else "the arguments",
             self.sitemaps_done,
             self.pages_read,
@@ -273,6 +341,9 @@ class SitemapsSpider(Spider):
         self._schedule_progress()
 
     async def _close_readers(self) -> None:
+        self.crawler.stats.inc_value(REQUESTS_STAT, getattr(self, "requests_sent", 0))
+        if self.helpers is not None:
+            await self.helpers.stop()
         progress = getattr(self, "_progress", None)
         if progress is not None:
             progress.cancel()
@@ -296,7 +367,7 @@ class SitemapsSpider(Spider):
     def _send(self, visit: Visit) -> None:
         engine = self.crawler.engine
         assert engine is not None
-        self.crawler.stats.inc_value(REQUESTS_STAT)
+        self.requests_sent += 1
         engine.crawl(self._request(visit))
 
     def _report_node(self, website_url: str, node: NodeReport) -> None:
@@ -305,7 +376,9 @@ class SitemapsSpider(Spider):
 
     def _sitemap_done(self, visit: Visit) -> None:
         """A sitemap in flight is done (parsed or failed): send the next waiting one."""
-        trim()
+        if self._body_bytes_since_trim >= TRIM_AFTER_BYTES:
+            self._body_bytes_since_trim = 0
+            trim()
         self.sitemaps_done += 1
         self.gate.release(host_of(visit.url))
         discovery = self.sites.get(visit.site)
@@ -326,6 +399,7 @@ class SitemapsSpider(Spider):
                 "download_warnsize": self.sitemap_download_maxsize,
                 # a body that breaks off keeps the pages before the break ("truncated")
                 "download_fail_on_dataloss": False,
+                "handle_httpstatus_list": ERROR_STATUSES,
             },
         )
 
@@ -356,11 +430,15 @@ class SitemapsSpider(Spider):
     async def _read_response(self, response: Response) -> AsyncIterator[Any]:
         visit: Visit = response.meta[META_KEY]
         discovery = self.sites[visit.site]
+        if response.status in ERROR_STATUSES:
+            discovery.failed(visit, http_error(response.status))
+            return
         final_url = response.url
         if final_url != visit.url and not discovery.redirected(visit, final_url):
             return
         is_robots = visit.role == ROBOTS
         body = response.body
+        self._body_bytes_since_trim += len(body)
         broken_off = "dataloss" in response.flags
         if broken_off:
             opened: Any = self._readers.inline(body, final_url, is_robots)

@@ -292,6 +292,19 @@ class RunningCrawl:
     def running(self) -> bool:
         return self.process.poll() is None
 
+    def session_processes(self) -> list[int]:
+        """Live processes of the crawl's session (the crawl and what it started: parsing
+        workers, helper crawl processes), read from /proc; empty where there is no /proc."""
+        found = []
+        for entry in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = entry.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[3]) == self.process.pid and fields[0] != "Z":  # fields: state, ppid, pgrp, session
+                found.append(int(entry.parent.name))
+        return found
+
     def log(self) -> str:
         """The log (stderr) written so far."""
         return self.stderr_path.read_text("utf-8", errors="replace")

@@ -1,0 +1,140 @@
+"""The main process's side of a many-site run split across processes: it starts one
+helper crawl process per other share of the sites and turns what they send into its own
+items and signals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+from scrapy.crawler import Crawler
+
+from sitemap_crawl.codec import page_from_tuple
+from sitemap_crawl.items import PageBatch
+from sitemap_crawl.parsing.worker_protocol import HEADER_SIZE, decode_frame, decode_length
+from sitemap_crawl.shards.protocol import NODE, PAGES, RUNNER_MODULE, SITE, STATS, Shard
+from sitemap_crawl.shards.settings_copy import copy_settings
+
+logger = logging.getLogger(__name__)
+
+QUEUE_SIZE = 64
+"""Messages read ahead from the helpers (beyond it, their pipes fill and they slow down)."""
+STOP_GRACE_S = 10.0
+"""How long a helper may take to stop after SIGTERM before it is killed."""
+
+
+class HelperProcesses:
+    """The helper crawl processes of one run, and the messages they send."""
+
+    def __init__(self, crawler: Crawler, spider_path: str, arguments: dict[str, Any], count: int) -> None:
+        self.crawler = crawler
+        self.spider_path = spider_path
+        self.arguments = arguments
+        self.count = count
+        self.stats: dict[str, int] = {}
+        self._processes: dict[Shard, asyncio.subprocess.Process] = {}
+        self._queue: asyncio.Queue[tuple[Shard, Any]] = asyncio.Queue(QUEUE_SIZE)
+        self._readers: list[asyncio.Task[None]] = []
+        self._running = 0
+        self._progress: dict[Shard, tuple[int, int]] = {}
+
+    @property
+    def running(self) -> int:
+        """Helpers whose messages are not all handled yet."""
+        return self._running
+
+    def progress(self) -> tuple[int, int]:
+        """Sites in flight and sites taken from the list, summed over the helpers (as of
+        the last site each one finished)."""
+        return sum(p[0] for p in self._progress.values()), sum(p[1] for p in self._progress.values())
+
+    async def start(self) -> None:
+        """Start a helper for every share but the first (the main process maps that one)."""
+        settings = copy_settings(self.crawler.settings)
+        for index in range(1, self.count):
+            shard = Shard(index, self.count)
+            spec = {"spider": self.spider_path, "arguments": self.arguments, "settings": settings, "shard": str(shard)}
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                RUNNER_MODULE,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                limit=1 << 20,
+            )
+            assert process.stdin is not None
+            process.stdin.write(json.dumps(spec).encode())
+            await process.stdin.drain()
+            process.stdin.close()
+            self._processes[shard] = process
+            self._running += 1
+            self._readers.append(asyncio.create_task(self._read(shard, process)))
+        logger.info("Mapping the sites in %d crawl processes (SITEMAP_CRAWL_PROCESSES)", self.count)
+
+    async def _read(self, shard: Shard, process: asyncio.subprocess.Process) -> None:
+        stream = process.stdout
+        assert stream is not None
+        try:
+            while True:
+                try:
+                    header = await stream.readexactly(HEADER_SIZE)
+                    data = await stream.readexactly(decode_length(header))
+                except asyncio.IncompleteReadError:
+                    break
+                await self._queue.put((shard, decode_frame(data)))
+        finally:
+            code = await process.wait()
+            await self._queue.put((shard, code))
+
+    async def messages(self) -> AsyncIterator[tuple[str, Any]]:
+        """Every message of every helper, as ``(tag, message)``, until all have ended."""
+        while self._running:
+            shard, message = await self._queue.get()
+            if isinstance(message, int):
+                self._running -= 1
+                if message != 0:
+                    logger.error(
+                        "Crawl process %s ended with exit code %d: the sites it was mapping may be incomplete",
+                        shard,
+                        message,
+                    )
+                continue
+            if message[0] == SITE:
+                self._progress[shard] = (message[3], message[4])
+            if message[0] == STATS:
+                for name, value in message[1].items():
+                    self.stats[name] = self.stats.get(name, 0) + int(value)
+                continue
+            yield message[0], message
+
+    async def stop(self) -> None:
+        """Stop the helpers that still run (the main process is stopping)."""
+        for process in self._processes.values():
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(signal.SIGTERM)
+        for process in self._processes.values():
+            try:
+                await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+        for task in self._readers:
+            task.cancel()
+
+
+def page_batch(message: tuple[Any, ...]) -> PageBatch:
+    """The PageBatch of a PAGES message."""
+    _, website, sitemap_url, node_path, tuples = message
+    pages = [page_from_tuple(values, sitemap_url) for values in tuples]
+    return PageBatch(sitemap_url, tuple(node_path or ()), pages, website)
+
+
+__all__ = ["NODE", "PAGES", "SITE", "HelperProcesses", "page_batch"]

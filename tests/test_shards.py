@@ -1,0 +1,61 @@
+"""sitemap_crawl.shards: what a helper crawl process inherits and what it sends back.
+(A whole run in two processes: tests/test_crawl_many_sites.py.)"""
+
+from __future__ import annotations
+
+import pytest
+from scrapy.settings import Settings
+
+from sitemap_crawl.codec import page_to_tuple
+from sitemap_crawl.extensions.tree import SitemapTreeExtension
+from sitemap_crawl.items import Image, SitemapPage
+from sitemap_crawl.parsing.worker_protocol import HEADER_SIZE, decode_frame, encode_frame
+from sitemap_crawl.shards.helpers import page_batch
+from sitemap_crawl.shards.protocol import PAGES
+from sitemap_crawl.shards.runner import helper_settings
+from sitemap_crawl.shards.settings_copy import NotPlain, copy_settings, plain
+
+
+def test_settings_travel_as_plain_values_with_their_priority() -> None:
+    settings = Settings()
+    settings.set("EXTENSIONS", {SitemapTreeExtension: 100, "some.Extension": None}, priority="project")
+    settings.set("CONCURRENT_REQUESTS", 7, priority="cmdline")
+    settings.set("FEEDS", {"pages.jsonl": {"format": "jsonlines"}}, priority="cmdline")
+    copied = copy_settings(settings)
+    assert copied["EXTENSIONS"] == [
+        {"sitemap_crawl.extensions.tree.SitemapTreeExtension": 100, "some.Extension": None},
+        20,
+    ]
+    assert copied["CONCURRENT_REQUESTS"] == [7, 40]
+    assert "FEEDS" not in copied  # the main process writes the feeds
+    assert "USER_AGENT" not in copied  # Scrapy's default: the helper has it anyway
+
+
+def test_a_value_that_cannot_travel_is_refused() -> None:
+    with pytest.raises(NotPlain):
+        plain(object())
+    with pytest.raises(NotPlain):
+        plain(lambda: None)
+
+
+def test_a_helper_writes_no_feed_tree_or_job_state_of_its_own() -> None:
+    overrides = helper_settings("1/2", 5)
+    assert overrides["FEEDS"] == {} and overrides["SITEMAP_CRAWL_TREE_FILE"] is None
+    assert overrides["JOBDIR"] is None and overrides["SITEMAP_CRAWL_PROCESSES"] == 1
+    assert overrides["ITEM_PIPELINES"] == {"sitemap_crawl.shards.output.ShardOutput": 0}
+    assert (overrides["SITEMAP_CRAWL_SHARD"], overrides["SITEMAP_CRAWL_SHARD_FD"]) == ("1/2", 5)
+
+
+def test_pages_cross_the_pipe_whole() -> None:
+    page = SitemapPage(
+        "https://a.example/p",
+        "https://a.example/map.xml",
+        priority=0.8,
+        last_modified="2026-11-01T00:00:00+02:00",
+        images=[Image("https://a.example/i.png", caption="an image")],
+        website="https://a.example/",
+    )
+    frame = encode_frame((PAGES, page.website, page.sitemap_url, (0, 2), [page_to_tuple(page)]))
+    batch = page_batch(decode_frame(frame[HEADER_SIZE:]))
+    assert (batch.website, batch.sitemap_url, batch.node_path) == ("https://a.example/", page.sitemap_url, (0, 2))
+    assert batch.pages == [page]
