@@ -555,7 +555,7 @@ def test_every_setting_is_in_the_reference_with_its_default() -> None:
         cell = row.group(1)
         if isinstance(value, bool) or value is None:
             assert str(value) in cell, (name, cell)
-        elif isinstance(value, int):
+        elif isinstance(value, int | float):
             assert str(value) in cell.replace("_", "").replace(",", ""), (name, cell)
         elif isinstance(value, str):
             assert f"`{value}`" in cell, (name, cell)
