@@ -40,7 +40,8 @@ return 0
 
 _TAKE = """
 local stream, dead = KEYS[1], KEYS[2]
-local group, consumer, idle, count, max_attempts, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local group, consumer, idle, now = ARGV[1], ARGV[2], ARGV[3], ARGV[6]
+local count, max_attempts = tonumber(ARGV[4]), tonumber(ARGV[5])
 local function homepage_of(fields)
   for i = 1, #fields, 2 do
     if fields[i] == 'homepage' then return fields[i + 1] end
@@ -56,8 +57,10 @@ for _, info in ipairs(silent) do
   elseif deliveries >= max_attempts then
     local entry = redis.call('XRANGE', stream, id, id)
     local homepage = entry[1] and homepage_of(entry[1][2]) or ''
-    local reason = 'taken ' .. deliveries .. ' times and never finished (last by ' .. holder .. ', silent for ' .. math.floor(silent_ms / 1000) .. ' s)'
-    redis.call('XADD', dead, '*', 'homepage', homepage, 'entry', id, 'reason', reason, 'attempts', deliveries, 'time', now)
+    local reason = 'taken ' .. deliveries .. ' times and never finished (last by ' .. holder
+      .. ', silent for ' .. math.floor(silent_ms / 1000) .. ' s)'
+    redis.call('XADD', dead, '*', 'homepage', homepage, 'entry', id, 'reason', reason,
+      'attempts', deliveries, 'time', now)
     redis.call('XACK', stream, group, id)
     dead_count = dead_count + 1
   else
@@ -261,7 +264,8 @@ class SiteQueue:
         pending = int(info.get("pending") or 0)
         lag = info.get("lag")
         if lag is None:  # Redis 6.2: no lag; the entries after the last delivered one
-            waiting = len(await self.client.xrange(self.config.stream, f"({info['last-delivered-id']}", "+", count=1))
+            after = await self.client.xrange(self.config.stream, f"({info['last-delivered-id']}", "+", count=1)
+            waiting = len(after or ())
         else:
             waiting = int(lag)
         return pending == 0 and waiting == 0
@@ -309,4 +313,4 @@ class SiteQueue:
     async def dead_letters(self, count: int = 100) -> list[dict[str, str]]:
         """The last dead-lettered sites, newest first (homepage, entry, reason, attempts, time)."""
         entries = await self.client.xrevrange(self.config.dead, "+", "-", count=count)
-        return [{_text(key): _text(value) for key, value in fields.items()} for _id, fields in entries]
+        return [{_text(key): _text(value) for key, value in (fields or {}).items()} for _id, fields in entries or ()]

@@ -15,6 +15,10 @@ import time
 from pathlib import Path
 
 
+SERVER_OPTIONS = ("--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no")
+"""No persistence: a test server starts empty and writes nothing."""
+
+
 def server_binary() -> str | None:
     """The server program to start, or None when there is none."""
     try:
