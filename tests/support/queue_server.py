@@ -14,7 +14,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 SERVER_OPTIONS = ("--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no")
 """No persistence: a test server starts empty and writes nothing."""
 
@@ -64,7 +63,7 @@ class QueueServer:
                 str(self.directory),
                 "--protected-mode",
                 "no",
-            ],  # fmt: skip
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
