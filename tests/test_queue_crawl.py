@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.support import robots, urlset
 from tests.support.crawl import REPO_ROOT, CrawlRunner, RunningCrawl
@@ -34,15 +37,15 @@ def host(name: str) -> str:
 def sites(
     fixture_site: SiteFactory, count: int, slow: dict[str, float] | None = None
 ) -> tuple[FixtureServer, dict[str, int]]:
-    """``count`` sites s00.test...: robots.txt names a urlset of n % 3 + 1 pages (a ``slow``
+    """``count`` sites s00.test...: robots.txt names a urlset /map-<n>.xml of n % 3 + 1 pages (a ``slow``
     site's urlset answers after that many seconds); with the pages each should give."""
     routes: dict[str, RouteLike] = {}
     expected: dict[str, int] = {}
     for n in range(count):
         name = f"s{n:02d}.test"
         pages = urlset(*(f"{host(name)}/page-{i}" for i in range(n % 3 + 1)))
-        routes[f"//{name}/robots.txt"] = robots(f"{host(name)}/map.xml")
-        routes[f"//{name}/map.xml"] = Route(pages, delay=(slow or {}).get(name, 0))
+        routes[f"//{name}/robots.txt"] = robots(f"{host(name)}/map-{n}.xml")
+        routes[f"//{name}/map-{n}.xml"] = Route(pages, delay=(slow or {}).get(name, 0))
         expected[name] = n % 3 + 1
     site = fixture_site(routes)
     return site, {f"http://{name}:{site.port}/": pages for name, pages in expected.items()}
@@ -172,3 +175,115 @@ def test_two_workers_drain_one_queue_and_each_site_is_mapped_once(
     assert code == 0 and "24 sites, 48 pages kept; 0 rows" in log
     assert rows_by_site(collected) == expected_urls(expected)
     assert site.hits("/robots.txt") == 24  # every robots.txt once over both workers (any host)
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()] if path.exists() else []
+
+
+def wait_until(condition: Any, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_worker_killed_mid_site_costs_only_time(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # worker "one" is killed (-9) while it maps s00 (its urlset hangs); restarted with the same
+    # files (-o appends), it maps the rest and takes s00 over once it has been silent for
+    # CLAIM_AFTER; the collect step gives every site's pages once
+    site, expected = sites(fixture_site, 10, slow={"s00.test": 60})
+    homepages = list(expected)
+    enqueue(queue_server, homepages)
+    claim = {"SITEMAP_CRAWL_QUEUE_CLAIM_AFTER": 2, "SITEMAP_CRAWL_CONCURRENT_SITES": 2}
+    first = worker(crawl, queue_server, "one", tmp_path, **claim)
+    assert site.wait_for("/map-0.xml", timeout=30)
+    trees_path = tmp_path / "trees-one.jsonl"
+    wait_until(lambda: len(lines(trees_path)) >= 2)  # sites acknowledged before the kill
+    first.kill()
+    first.wait(30)
+    before = lines(trees_path)
+    assert before and all(tree["url"] != homepages[0] for tree in before)
+    site["//s00.test/map-0.xml"] = urlset(f"{homepages[0]}page-0")  # it answers at once now
+
+    second = worker(crawl, queue_server, "one", tmp_path, **claim).wait(90).assert_ok()
+    assert second.stats["finish_reason"] == "finished"
+    assert f"Took over {homepages[0]} from worker" in second.log
+    trees = lines(trees_path)
+    assert trees[: len(before)] == before  # the restarted worker appended
+    # every site complete; a site killed between its tree line and its acknowledgement is done
+    # twice (two complete attempts, the collect step keeps one)
+    assert {tree["url"] for tree in trees} == set(homepages)
+    assert len({tree["attempt"] for tree in trees}) == len(trees)
+    claimed = [tree for tree in trees if tree["url"] == homepages[0]]
+    assert [tree["attempt"][-2:] for tree in claimed] == ["/2"]
+    assert status(queue_server)["done"] == 10 and status(queue_server)["in_flight"] == 0
+
+    collected, log, code = collect(tmp_path)
+    assert code == 0, log
+    assert rows_by_site(collected) == expected_urls(expected)
+    kept = {row["website"]: row["attempt"] for row in collected}
+    assert all(row["attempt"] == kept[row["website"]] for row in collected)  # one attempt per site
+
+
+def test_a_site_taken_max_attempts_times_goes_to_the_dead_letter_stream(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    site, expected = sites(fixture_site, 4, slow={"s00.test": 60})
+    homepages = list(expected)
+    enqueue(queue_server, homepages[:1])
+    first = worker(crawl, queue_server, "one", tmp_path, SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS=1)
+    assert site.wait_for("/map-0.xml", timeout=30)
+    first.kill()  # s00 "killed its worker"
+    first.wait(30)
+    enqueue(queue_server, homepages[1:])
+
+    result = worker(
+        crawl, queue_server, "two", tmp_path, SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS=1, SITEMAP_CRAWL_QUEUE_CLAIM_AFTER=1
+    ).wait(60)
+    result.assert_ok()
+    assert result.stats["sitemap_crawl/queue/dead_lettered"] == 1
+    assert "went to the dead-letter stream" in result.log
+    assert sorted(tree["url"] for tree in lines(tmp_path / "trees-two.jsonl")) == sorted(homepages[1:])
+    now = status(queue_server)
+    assert (now["done"], now["dead_lettered"], now["in_flight"], now["waiting"]) == (3, 1, 0, 0)
+    assert now["dead"][0]["homepage"] == homepages[0]
+    assert now["dead"][0]["reason"].startswith("taken 1 times and never finished (last by ")
+    text = scrapy("sitemaps-status", "--queue", queue_server.url).stdout
+    assert f"    dead: {homepages[0]} - taken 1 times" in text
+
+
+def test_a_server_gone_mid_run_stops_the_worker_cleanly(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    from tests.support.queue_server import server_binary
+
+    binary = server_binary()
+    if binary is None:
+        pytest.skip("no server binary")
+    server = QueueServer(binary).start()
+    try:
+        slow = {f"s{n:02d}.test": 0.3 for n in range(30)}
+        _site, expected = sites(fixture_site, 30, slow=slow)
+        enqueue(server, list(expected))
+        running = worker(crawl, server, "one", tmp_path, SITEMAP_CRAWL_CONCURRENT_SITES=2)
+        trees_path = tmp_path / "trees-one.jsonl"
+        wait_until(lambda: len(lines(trees_path)) >= 3)
+        server.stop()
+        result = running.wait(60)
+    finally:
+        server.stop()
+    assert result.returncode == 0
+    assert result.stats["finish_reason"] == "queue_unavailable"
+    assert result.log_count("cannot be reached") == 1
+    assert "this worker stops. The sites it acknowledged are written" in result.log
+    assert "Traceback" not in result.log
+    trees = [tree for tree in lines(trees_path) if "attempt" in tree]
+    assert 3 <= len(trees) < 30
+    rows = lines(tmp_path / "pages-one.jsonl")
+    done = {tree["url"] for tree in trees}
+    assert rows_by_site([row for row in rows if row["website"] in done]) == {
+        url: urls for url, urls in expected_urls(expected).items() if url in done
+    }  # every site it finished has all its rows

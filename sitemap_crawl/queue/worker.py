@@ -96,6 +96,7 @@ class QueueWorker:
         self._committing = False
         self._drained = False
         self._stopping = False
+        self._closing: asyncio.Future[Any] | None = None
         self.crawler: Crawler | None = None
         self.spider: Any = None
 
@@ -341,8 +342,8 @@ class QueueWorker:
     def _close(self, reason: str) -> None:
         assert self.crawler is not None
         engine = self.crawler.engine
-        if engine is not None and engine.running:
-            self._spawn(engine.close_spider_async(reason=reason))
+        if engine is not None and engine.running and self._closing is None:
+            self._closing = asyncio.ensure_future(engine.close_spider_async(reason=reason))  # not cancelled at close
 
     def _server_gone(self, exc: BaseException) -> None:
         if self._stopping:
