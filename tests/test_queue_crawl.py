@@ -287,3 +287,34 @@ def test_a_server_gone_mid_run_stops_the_worker_cleanly(
     assert rows_by_site([row for row in rows if row["website"] in done]) == {
         url: urls for url, urls in expected_urls(expected).items() if url in done
     }  # every site it finished has all its rows
+
+
+def test_a_slow_worker_that_finishes_a_claimed_site_gives_a_second_copy_that_collect_drops(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # worker one is paused (SIGSTOP) while it maps s00; worker two claims s00 after
+    # CLAIM_AFTER and finishes it; worker one resumes and finishes it too
+    import signal
+
+    site, expected = sites(fixture_site, 1, slow={"s00.test": 3})
+    enqueue(queue_server, list(expected))
+    claim = {"SITEMAP_CRAWL_QUEUE_CLAIM_AFTER": 1}
+    first = worker(crawl, queue_server, "one", tmp_path, **claim)
+    assert site.wait_for("/map-0.xml", timeout=30)
+    first.process.send_signal(signal.SIGSTOP)
+    try:
+        second = worker(crawl, queue_server, "two", tmp_path, **claim).wait(60).assert_ok()
+    finally:
+        first.process.send_signal(signal.SIGCONT)
+    one = first.wait(60).assert_ok()
+
+    assert second.stats["sitemap_crawl/queue/claimed"] == 1
+    assert "was taken over by another worker" not in second.log  # its own acknowledgement is no loss
+    assert second.stats["sitemap_crawl/queue/acknowledged"] == 1
+    assert one.stats.get("sitemap_crawl/queue/acknowledged", 0) == 0  # counted once, by the first
+    attempts = [tree["attempt"][-2:] for name in ("one", "two") for tree in lines(tmp_path / f"trees-{name}.jsonl")]
+    assert attempts == ["/1", "/2"]  # two complete attempts
+    assert status(queue_server)["done"] == 1 and status(queue_server)["pages"] == 1
+    collected, log, code = collect(tmp_path)
+    assert code == 0 and "1 sites, 1 pages kept; 1 rows of incomplete or repeated attempts left out" in log
+    assert rows_by_site(collected) == expected_urls(expected)

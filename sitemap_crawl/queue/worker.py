@@ -91,6 +91,8 @@ class QueueWorker:
         """Sites mapped whose pages are still on their way to the feed."""
         self._to_commit: list[_Mapped] = []
         self._lost: set[str] = set()
+        """Sites another worker took over (this one was silent too long): no longer renewed."""
+        self._acking: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._fetching = False
         self._committing = False
@@ -208,6 +210,7 @@ class QueueWorker:
                         logger.info("The queue is drained%s", ": waiting for more sites" if self.wait else "")
                     self._drained = True
                     if not self.wait:
+                        self._fetching = False
                         self._close_if_done()
                         return
                 await asyncio.sleep(POLL_INTERVAL)
@@ -238,9 +241,15 @@ class QueueWorker:
         try:
             while not self._stopping:
                 await asyncio.sleep(self.config.keep_interval)
-                ids = {lease.entry_id: site for site, lease in self.held.items() if site not in self._lost}
+                ids = {
+                    lease.entry_id: site
+                    for site, lease in self.held.items()
+                    if site not in self._lost and site not in self._acking
+                }
                 for entry_id in await self.queue.keep(self.name, list(ids)):
                     site = ids[entry_id]
+                    if site in self._acking or site not in self.held:
+                        continue  # acknowledged meanwhile (by this worker)
                     self._lost.add(site)
                     logger.warning(
                         "%s was taken over by another worker (this one was silent for longer than "
@@ -279,6 +288,7 @@ class QueueWorker:
                 for mapped in batch:
                     self._send_finished(mapped.lease.homepage, mapped.unreachable, mapped.lease.attempt)
                 await _sync(self._tree_files())
+                self._acking.update(mapped.lease.homepage for mapped in batch)
                 acked = await self.queue.ack(
                     (mapped.lease.entry_id, self.ledger.pages(mapped.lease.homepage), mapped.unreachable is not None)
                     for mapped in batch
@@ -288,6 +298,7 @@ class QueueWorker:
                     site = mapped.lease.homepage
                     self.held.pop(site, None)
                     self._lost.discard(site)
+                    self._acking.discard(site)
                     self.ledger.forget(site)
         except RedisError as exc:
             self._server_gone(exc)
