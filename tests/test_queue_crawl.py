@@ -318,3 +318,25 @@ def test_a_slow_worker_that_finishes_a_claimed_site_gives_a_second_copy_that_col
     collected, log, code = collect(tmp_path)
     assert code == 0 and "1 sites, 1 pages kept; 1 rows of incomplete or repeated attempts left out" in log
     assert rows_by_site(collected) == expected_urls(expected)
+
+
+def test_a_worker_does_not_overwrite_a_feed_that_holds_rows(
+    crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    feed = tmp_path / "pages.jsonl"
+    feed.write_text('{"url": "http://a.test/p", "website": "http://a.test/", "attempt": "1-0/1"}\n', encoding="utf-8")
+    result = crawl.start(
+        {"queue": queue_server.url},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees.jsonl")},
+        extra_args=["-O", str(feed)],
+    ).wait(60)
+    assert result.returncode == 1
+    assert f"would erase the rows that {feed} holds" in result.log and "Traceback" not in result.log
+    assert feed.read_text("utf-8").count("\n") == 1
+    tree_json = crawl.start(
+        {"queue": queue_server.url},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "tree.json")},
+    ).wait(60)
+    assert tree_json.returncode == 1 and "must end in .jsonl or .jl" in tree_json.log

@@ -34,13 +34,15 @@ import socket
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from redis.exceptions import RedisError
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
-from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage
+from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, apply_uri_params
+from w3lib.url import file_uri_to_path
 
 from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
 from sitemap_crawl.names import QUEUE_ACKED_STAT, QUEUE_CLAIMED_STAT, QUEUE_DEAD_STAT, QUEUE_ROUND_TRIPS_STAT
@@ -121,6 +123,7 @@ class QueueWorker:
                 "each site's pages once (-s SITEMAP_CRAWL_TREE_FILE=trees-%s.jsonl)",
                 self.name,
             )
+        _refuse_overwriting_feeds(crawler.settings.getdict("FEEDS"), spider)
         crawler.signals.connect(self.ledger.node, signal=sitemap_node)
         crawler.signals.connect(self._item_done, signal=signals.item_scraped)
         crawler.signals.connect(self._item_done, signal=signals.item_dropped)
@@ -386,6 +389,30 @@ class QueueWorker:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _refuse_overwriting_feeds(feeds: dict[str, Any], spider: Any) -> None:
+    """A worker restarted with ``-O file`` would erase the rows of the sites it acknowledged
+    before: refuse a local feed that overwrites a file holding rows (``-o`` appends; a name
+    with ``%(worker)s`` or ``%(time)s`` is new for every run)."""
+    params = {name: getattr(spider, name, "") for name in dir(spider) if not name.startswith("__")}
+    params.update(batch_id=1)
+    for uri, options in feeds.items():
+        uri = str(uri)
+        if not (options or {}).get("overwrite") or "%(time)s" in uri or "%(batch_time)s" in uri:
+            continue
+        if "://" in uri and not uri.startswith("file:"):
+            continue
+        try:
+            target = apply_uri_params(uri, params)
+        except (KeyError, ValueError, TypeError):
+            continue
+        path = Path(file_uri_to_path(target) if target.startswith("file:") else target)
+        if path.is_file() and path.stat().st_size:
+            raise SpiderArgumentError(
+                f"-O {uri} would erase the rows that {path} holds (sites the queue counts as done): "
+                "give a queue worker -o (append) or a file name of its own, such as pages-%(worker)s.jsonl"
+            )
 
 
 async def _sync(files: list[Any]) -> None:
