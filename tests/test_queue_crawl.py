@@ -74,13 +74,15 @@ def status(server: QueueServer) -> dict[str, Any]:
     return dict(json.loads(result.stdout))
 
 
-def worker(crawl: CrawlRunner, server: QueueServer, name: str, tmp_path: Path, **settings: object) -> RunningCrawl:
-    """A worker writing pages-<name>.jsonl (appending) and trees-<name>.jsonl in tmp_path."""
+def worker(
+    crawl: CrawlRunner, server: QueueServer, name: str, tmp_path: Path, feed: str = "", **settings: object
+) -> RunningCrawl:
+    """A worker writing pages-<name>.jsonl (appending; or ``feed``) and trees-<name>.jsonl in tmp_path."""
     return crawl.start(
         {"queue": server.url},
         output_format=None,
         settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / f"trees-{name}.jsonl"), **settings},
-        extra_args=["-o", str(tmp_path / f"pages-{name}.jsonl")],
+        extra_args=["-o", str(tmp_path / (feed or f"pages-{name}.jsonl"))],
     )
 
 
@@ -137,12 +139,15 @@ def test_enqueue_counts_new_and_already_there_and_status_shows_it(queue_server: 
 def test_two_workers_drain_one_queue_and_each_site_is_mapped_once(
     fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:
-    site, expected = sites(fixture_site, 24)
+    site, expected = sites(fixture_site, 24, slow={f"s{n:02d}.test": 0.5 for n in range(24)})  # work to share
     homepages = list(expected)
     assert enqueue(queue_server, homepages + homepages[:3]) == "24 new, 0 already there, 3 repeated in the list"
     assert enqueue(queue_server, homepages[:5]) == "0 new, 5 already there"
 
-    workers = [worker(crawl, queue_server, name, tmp_path) for name in ("one", "two")]
+    workers = [
+        worker(crawl, queue_server, "one", tmp_path),
+        worker(crawl, queue_server, "two", tmp_path, feed="pages-%(worker)s.jsonl"),  # as the docs say
+    ]
     results = [running.wait(90) for running in workers]
     for result in results:
         result.assert_ok()
@@ -154,7 +159,10 @@ def test_two_workers_drain_one_queue_and_each_site_is_mapped_once(
     assert all(tree["attempt"].endswith("/1") for tree in trees)
     per_worker = [result.stats.get("sitemap_crawl/queue/acknowledged", 0) for result in results]
     assert sum(per_worker) == 24 and all(per_worker), per_worker  # both took a share
-    rows = [json.loads(line) for name in ("one", "two") for line in (tmp_path / f"pages-{name}.jsonl").open()]
+    (named,) = [path for path in tmp_path.glob("pages-*.jsonl") if path.name != "pages-one.jsonl"]
+    name = results[1].log.split("[sitemap_crawl.queue.worker] INFO: Worker ", 1)[1].split()[0]
+    assert named.name == f"pages-{name}.jsonl"  # %(worker)s: the worker's name
+    rows = [json.loads(line) for path in (tmp_path / "pages-one.jsonl", named) for line in path.open()]
     assert rows_by_site(rows) == expected_urls(expected)
     attempts = {tree["url"]: tree["attempt"] for tree in trees}
     assert all(row["attempt"] == attempts[row["website"]] for row in rows)
