@@ -36,6 +36,7 @@ from sitemap_crawl.arguments import (
     install_traceback_filter,
     parse_bool,
     parse_homepage,
+    parse_list,
     parse_sitemap_urls,
 )
 from sitemap_crawl.items import SitemapPage, SitemapRef
@@ -104,6 +105,9 @@ class SitemapSpider(Spider):
     """Sitemaps (or robots.txt URLs) to start from."""
     homepage: str | None = None
     """A site to discover the sitemaps of: robots.txt, then the well-known paths."""
+    homepages: Sequence[str] = ()
+    """More sites (or, with ``-a homepages=``, a comma-separated list): each is discovered
+    like ``homepage``, one site after another."""
     sitemap_rules: Sequence[tuple[re.Pattern[str] | str, Any]] = [("", "parse")]
     """(regex, callback) pairs: a page goes to the callback of the first regex it matches;
     a page no regex matches is not requested."""
@@ -158,6 +162,7 @@ class SitemapSpider(Spider):
                 "sitemap_filter_duplicates", self.sitemap_filter_duplicates, False
             )
             self.homepage = parse_homepage(self.homepage, True) if self.homepage else None
+            self.homepages = [parse_homepage(url, True) for url in parse_list(self.homepages)]
         except SpiderArgumentError as exc:
             logger.error("Bad argument for the %s spider: %s", self.name, exc)
             raise
@@ -168,6 +173,7 @@ class SitemapSpider(Spider):
             crawler,
             self.sitemap_urls,
             homepage=self.homepage,
+            homepages=self.homepages,
             use_robots=self.sitemap_use_robots,
             use_known_paths=self.sitemap_use_known_paths,
             include=[pattern for pattern, _ in self._cbs],
@@ -179,7 +185,7 @@ class SitemapSpider(Spider):
         )
 
     async def start(self) -> AsyncIterator[Any]:
-        if not self.sitemap_urls and not self.homepage:
+        if not self.sitemap_urls and not self.homepage and not self.homepages:
             logger.warning("%s has no sitemap_urls and no homepage: no sitemap to read", self.name)
         async for request in self.sitemap_loader.requests(self._page_request):
             yield request

@@ -120,6 +120,13 @@ def test_a_file_of_homepages_maps_every_site_once(
     )
     assert result.stats["sitemap_crawl/sites_done"] == len(expected) + 1
     assert result.stats["sitemap_crawl/requests"] == requests
+    # Scrapy's downloader/* counts, kept by the spider (DOWNLOADER_STATS is off in a many-site run)
+    assert result.stats["downloader/request_count"] == requests
+    assert result.stats["downloader/response_count"] == requests - 1
+    statuses = {k: v for k, v in result.stats.items() if k.startswith("downloader/response_status_count/")}
+    assert sum(statuses.values()) == requests - 1 and statuses["downloader/response_status_count/404"] > 0
+    assert result.stats["downloader/exception_type_count/scrapy.exceptions.CannotResolveHostError"] == 1
+    assert "downloader/request_bytes" not in result.stats
 
 
 def _walk(node: dict[str, Any]) -> list[dict[str, Any]]:

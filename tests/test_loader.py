@@ -637,3 +637,87 @@ def test_an_error_in_one_sitemap_does_not_stop_the_others(caplog: pytest.LogCapt
 
     run(main)
     assert any("Error while reading the sitemap" in r.getMessage() for r in caplog.records)
+
+
+# -- several homepages ------------------------------------------------------------------------
+
+
+def three_sites() -> tuple[FakeWeb, dict[str, list[str]]]:
+    """a.test, b.test, c.test: robots.txt -> a urlset each; b's robots.txt also names a's
+    sitemap (read once per crawl); c has no robots.txt, only /sitemap.xml."""
+    routes: dict[str, str | bytes | int] = {}
+    expected: dict[str, list[str]] = {}
+    for name, count in (("a", 120), ("b", 80)):
+        urls = [f"https://{name}.test/p/{i}" for i in range(count)]
+        routes[f"https://{name}.test/map.xml"] = urlset(*urls)
+        expected[name] = urls
+    routes["https://a.test/robots.txt"] = robots("https://a.test/map.xml")
+    routes["https://b.test/robots.txt"] = robots("https://b.test/map.xml", "https://a.test/map.xml")
+    expected["c"] = [f"https://c.test/q/{i}" for i in range(50)]
+    routes["https://c.test/sitemap.xml"] = urlset(*expected["c"])
+    return FakeWeb(routes), expected
+
+
+HOMEPAGES = ["https://a.test/", "https://b.test/", "https://c.test/"]
+
+
+def test_several_homepages_are_mapped_one_after_another() -> None:
+    web, expected = three_sites()
+
+    async def main() -> list[str]:
+        loader = SitemapRequestLoader(fetch=web, homepage=HOMEPAGES[0], homepages=[*HOMEPAGES[1:], HOMEPAGES[0]])
+        assert loader.homepages == HOMEPAGES  # each site once
+        got = [p.url for p in await drain(loader)]
+        assert loader.completed and loader.handled_count == loader.total_count == len(got)
+        loader.close()
+        return got
+
+    got = run(main)
+    assert got == expected["a"] + expected["b"] + expected["c"]  # site by site, in order
+    assert web.fetched["https://a.test/map.xml"] == 1  # b's robots.txt names it again: read once
+    fetched = list(web.fetched)
+    # each site's robots.txt and well-known paths come before the next site's
+    assert fetched.index("https://a.test/sitemap.xml") < fetched.index("https://b.test/robots.txt")
+    assert fetched.index("https://b.test/sitemap.xml") < fetched.index("https://c.test/robots.txt")
+
+
+def test_sites_not_started_wait_in_the_state_as_their_homepages(tmp_path: Path) -> None:
+    web, expected = three_sites()
+    handled: list[str] = []
+
+    async def first_run() -> None:
+        loader = SitemapRequestLoader(
+            fetch=web, homepages=HOMEPAGES, persist_dir=tmp_path, max_buffer_size=10, save_interval=3600
+        )
+        for _ in range(150):  # into b's urlset
+            page = await loader.fetch_next_page()
+            assert page is not None
+            loader.mark_handled(page.url)
+            handled.append(page.url)
+        loader.save()
+        state = loader.state
+        assert state.in_progress_sitemap_url == "https://b.test/map.xml"
+        assert list(state.pending_sitemap_urls) == ["https://c.test/"]  # c has not started
+        assert "https://a.test/map.xml" in state.processed_sitemap_urls
+        crash_copy(tmp_path, tmp_path.parent / "crashed")  # a kill -9 here
+        loader.close()
+
+    run(first_run)
+
+    async def second_run() -> list[str]:
+        loader = SitemapRequestLoader(fetch=web, homepages=HOMEPAGES, persist_dir=tmp_path.parent / "crashed")
+        loader.open()
+        assert loader.progress().startswith("site 2 of 3 (https://b.test/); ")
+        got = [p.url for p in await drain(loader)]
+        assert loader.completed
+        loader.close()
+        return got
+
+    fetched_a = web.fetched["https://a.test/map.xml"]
+    second = run(second_run)
+    everything = expected["a"] + expected["b"] + expected["c"]
+    assert handled + second == everything  # nothing lost, nothing twice
+    assert web.fetched["https://a.test/map.xml"] == fetched_a  # the finished site is not read again
+    assert web.fetched["https://c.test/sitemap.xml"] == 1
+    # b was being mapped: it goes on (its robots.txt is not read again, its known paths are probed once)
+    assert web.fetched["https://b.test/robots.txt"] == 1 and web.fetched["https://b.test/sitemap.xml"] == 1

@@ -31,6 +31,18 @@ def test_settings_travel_as_plain_values_with_their_priority() -> None:
     assert "USER_AGENT" not in copied  # Scrapy's default: the helper has it anyway
 
 
+def test_single_values_the_spider_set_itself_are_left_for_the_helpers_spider() -> None:
+    settings = Settings()
+    settings.set("DOWNLOADER_STATS", False, priority="spider")
+    settings.set("CONCURRENT_ITEMS", 3, priority="project")
+    settings.set("EXTENSIONS", {"some.Extension": 10}, priority="project")
+    settings["EXTENSIONS"].set("other.Extension", 20, priority="spider")
+    copied = copy_settings(settings)
+    assert "DOWNLOADER_STATS" not in copied  # the helper's spider turns it off and counts itself
+    assert copied["CONCURRENT_ITEMS"] == [3, 20]
+    assert copied["EXTENSIONS"][0] == {"some.Extension": 10, "other.Extension": 20}
+
+
 def test_a_value_that_cannot_travel_is_refused() -> None:
     with pytest.raises(NotPlain):
         plain(object())

@@ -395,6 +395,43 @@ def test_homepage_as_a_spider_argument(fixture_site: SiteFactory, tmp_path: Path
     assert site.hits("/robots.txt") == 0
 
 
+def test_several_homepages_one_site_after_another(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    # three virtual hosts served by one fixture server (resolved by the test DNS resolver)
+    site = fixture_site(
+        {
+            "//one.test/robots.txt": robots("http://one.test:{port}/map.xml"),
+            "//one.test/map.xml": urlset("http://one.test:{port}/a", "http://one.test:{port}/b"),
+            "//two.test/sitemap.xml": urlset("http://two.test:{port}/c"),
+            "//three.test/robots.txt": robots("http://three.test:{port}/m.xml", "http://one.test:{port}/map.xml"),
+            "//three.test/m.xml": urlset("http://three.test:{port}/d"),
+            **{f"//{h}/{p}": Route(HTML, content_type="text/html") for h, p in PAGES_OF_THREE_HOSTS},
+        }
+    )
+    homepages = ",".join(f"http://{name}.test:{site.port}/x" for name in ("one", "two", "three", "one"))
+    source = sitemap_spider("many", parse='yield {"url": response.url}')
+    result = run_spider(
+        tmp_path,
+        source,
+        spider_args={"homepages": homepages},
+        settings={"TWISTED_DNS_RESOLVER": "tests.support.dns.LoopbackResolver", "SITEMAP_CRAWL_LOADER_LOG_INTERVAL": 0},
+    )
+    result.assert_ok()
+    assert sorted(result.urls()) == sorted(f"http://{h}:{site.port}/{p}" for h, p in PAGES_OF_THREE_HOSTS)
+    fetched = Counter(
+        f"{(request.header('Host') or '').split(':')[0]}{request.path}"
+        for request in site.requests
+        if not request.path.endswith(("/a", "/b", "/c", "/d"))
+    )
+    assert fetched["one.test/map.xml"] == 1  # listed by two sites' robots.txt: read once
+    assert fetched["one.test/robots.txt"] == 1  # one.test is listed twice: mapped once
+    assert sum(n for key, n in fetched.items() if key.startswith("two.test/")) == 1 + 14  # robots.txt, known paths
+    assert "site 3 of 3 (http://three.test:" in result.log  # one.test once, though listed twice
+    assert result.stats["sitemap_crawl/loader/pages_handled"] == 4
+
+
+PAGES_OF_THREE_HOSTS = [("one.test", "a"), ("one.test", "b"), ("two.test", "c"), ("three.test", "d")]
+
+
 def test_bad_homepage_is_one_error_line(tmp_path: Path) -> None:
     source = sitemap_spider("bad", homepage="ftp://example.org/")
     result = run_spider(tmp_path, source, feed=False)

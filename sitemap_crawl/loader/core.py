@@ -97,7 +97,9 @@ class SitemapRequestLoader:
     """Hands out the page URLs of a site's sitemaps, a bounded number at a time, resumably.
 
     Sources: ``sitemap_urls`` (sitemaps or robots.txt URLs) and/or ``homepage``
-    (robots.txt, then the well-known paths not already read). ``fetch`` downloads
+    (robots.txt, then the well-known paths not already read); ``homepages`` adds more
+    sites, mapped one after another in the order given (each site once; a sitemap URL
+    is read once per crawl whichever site lists it). ``fetch`` downloads
     one sitemap. Page URLs must match one of ``include`` (if given) and none of
     ``exclude``; sub-sitemaps of an index must match one of ``follow`` (if given)
     and none of ``deny`` (robots.txt ``Sitemap:`` lines are always read).
@@ -115,6 +117,7 @@ class SitemapRequestLoader:
         *,
         fetch: Fetch,
         homepage: str | None = None,
+        homepages: Iterable[str] = (),
         use_robots: bool = True,
         use_known_paths: bool = True,
         known_paths: Sequence[str] | None = None,
@@ -140,10 +143,14 @@ class SitemapRequestLoader:
 
         self._fetch = fetch
         self.start_urls: list[str] = list(dict.fromkeys(str(url).strip() for url in sitemap_urls if str(url).strip()))
-        self.homepage = homepage
+        self.homepages: list[str] = list(
+            dict.fromkeys(url for url in ([homepage] if homepage else []) + [str(h).strip() for h in homepages] if url)
+        )
+        """Every site to map, in order; the first one (``homepage``) is mapped with ``sitemap_urls``."""
+        self.homepage = self.homepages[0] if self.homepages else None
         self.use_robots = use_robots
         self._known_paths: list[str] = (
-            list(DEFAULT_KNOWN_PATHS if known_paths is None else known_paths) if homepage and use_known_paths else []
+            list(DEFAULT_KNOWN_PATHS if known_paths is None else known_paths) if use_known_paths else []
         )
         if known_paths_mode not in KNOWN_PATHS_MODES:
             raise ValueError(f"known_paths_mode must be one of {KNOWN_PATHS_MODES}, not {known_paths_mode!r}")
@@ -165,6 +172,7 @@ class SitemapRequestLoader:
         # the state: which sitemaps wait, are read or being read is the discovery's (one
         # sitemap at a time, each URL once per crawl); the pages are the loader's
         self._next: deque[Visit] = deque()  # what the discovery sent: the next sitemap to read
+        self._site_index = 0  # the site being mapped: self.homepages[self._site_index]
         self._discovery = self._new_discovery()
         self._current: Visit | None = None
         # a set kept as an insertion-ordered dict, so that the saved list is in a useful order
@@ -190,19 +198,41 @@ class SitemapRequestLoader:
         self._last_log = time.monotonic()
         self._scrapy: ScrapyBinding | None = None
 
-    def _new_discovery(self) -> SiteDiscovery:
+    def _new_discovery(self, read_urls: dict[str, None] | None = None) -> SiteDiscovery:
+        """The discovery of the site at ``_site_index`` (the start URLs go with the first);
+        ``read_urls``: the sitemaps the sites before it read (each is read once per crawl)."""
         self._next.clear()
-        return SiteDiscovery(
-            self.homepage or "",
+        homepage = self.homepages[self._site_index] if self.homepages else None
+        discovery = SiteDiscovery(
+            homepage or "",
             send=self._next.append,
             rules=self._rules,
-            homepage=self.homepage,
-            start_urls=self.start_urls,
+            homepage=homepage,
+            start_urls=self.start_urls if self._site_index == 0 else (),
             use_robots=self.use_robots,
-            known_paths=self._known_paths,
+            known_paths=self._known_paths if homepage else (),
             known_paths_mode=self.known_paths_mode,
             once_per_crawl=True,
         )
+        if read_urls:
+            discovery.read_urls = read_urls
+        return discovery
+
+    @property
+    def _sites_waiting(self) -> list[str]:
+        """The homepages of the sites not started yet (saved in pending_sitemap_urls)."""
+        return self.homepages[self._site_index + 1 :]
+
+    def _next_site(self) -> bool:
+        """The current site is done: start the next one, if any is left."""
+        if self._site_index + 1 >= len(self.homepages):
+            return False
+        self._site_index += 1
+        self._discovery = self._new_discovery(self._discovery.read_urls)
+        homepage = self.homepages[self._site_index]
+        logger.info("Sitemap loader: site %d of %d, %s", self._site_index + 1, len(self.homepages), homepage)
+        self._discovery.start()
+        return True
 
     @property
     def known_urls(self) -> list[str]:
@@ -262,7 +292,9 @@ class SitemapRequestLoader:
     def _state_values(self) -> dict[str, Any]:
         """The state's fields by name, as fresh containers (the ordered sets as dicts)."""
         return {
-            "pending_sitemap_urls": deque(visit.url for visit in self._next) + deque(self._discovery.waiting_urls),
+            "pending_sitemap_urls": deque(visit.url for visit in self._next)
+            + deque(self._discovery.waiting_urls)
+            + deque(self._sites_waiting),
             "in_progress_sitemap_url": self._current_url,
             "processed_sitemap_urls": self._processed_urls(),
             "current_sitemap_processed_urls": dict(self._current_processed),
@@ -281,9 +313,14 @@ class SitemapRequestLoader:
     def progress(self) -> str:
         """One line: sitemaps done/pending, pages queued/handled."""
         current = 1 if self._current is not None else 0
-        pending = len(self._next) + len(self._discovery.waiting_urls)
+        pending = len(self._next) + len(self._discovery.waiting_urls) + len(self._sites_waiting)
+        site = (
+            f"site {self._site_index + 1} of {len(self.homepages)} ({self.homepages[self._site_index]}); "
+            if len(self.homepages) > 1
+            else ""
+        )
         return (
-            f"sitemaps: {self.processed_sitemap_count} done, {current} in progress, {pending} pending; "
+            f"{site}sitemaps: {self.processed_sitemap_count} done, {current} in progress, {pending} pending; "
             f"pages: {self._total} queued, {self._handled} handled, {self._in_progress_total} in progress, "
             f"{len(self._queue)} waiting"
         )
@@ -319,6 +356,7 @@ class SitemapRequestLoader:
             logger.warning("Sitemap loader: no sitemap URL and no homepage; nothing to crawl")
 
     def _reset(self) -> None:
+        self._site_index = 0
         self._discovery = self._new_discovery()
         self._current = None
         self._current_processed.clear()
@@ -332,8 +370,17 @@ class SitemapRequestLoader:
         replayed = replay_journal(state, journal)
         current = state.in_progress_sitemap_url
         # the sitemap that was being read is read first again (skipping its pages already queued)
-        waiting = [current, *state.pending_sitemap_urls] if current is not None else state.pending_sitemap_urls
-        self._discovery.resume(waiting, read=data["processed_sitemap_urls"])
+        waiting = [current, *state.pending_sitemap_urls] if current is not None else list(state.pending_sitemap_urls)
+        # sites not started yet wait as their homepages, at the end; the site before the
+        # first of them is the one that was being mapped
+        sites = set(self.homepages)
+        not_started = [url for url in waiting if url in sites]
+        if not_started:
+            self._site_index = max(0, self.homepages.index(not_started[0]) - 1)
+        else:
+            self._site_index = max(0, len(self.homepages) - 1)
+        self._discovery = self._new_discovery()
+        self._discovery.resume([url for url in waiting if url not in sites], read=data["processed_sitemap_urls"])
         self._current_processed = dict.fromkeys(state.current_sitemap_processed_urls)
         self._handled = state.handled_count
         self._total = state.total_count
@@ -447,8 +494,10 @@ class SitemapRequestLoader:
             while True:
                 if not self._next:
                     self._discovery.idle()  # the well-known paths, once the rest is read
-                if not self._next:
+                if not self._next and not self._next_site():
                     break
+                if not self._next:
+                    continue
                 visit = self._current = self._next.popleft()
                 if not self._current_restored:
                     self._current_processed = {}

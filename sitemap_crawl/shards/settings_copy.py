@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +42,16 @@ def _key(key: Any) -> str:
 
 
 def copy_settings(settings: BaseSettings) -> dict[str, list[Any]]:
-    """``{name: [value, priority]}`` of every setting given above Scrapy's defaults."""
+    """``{name: [value, priority]}`` of every setting given above Scrapy's defaults, but the
+    single values the spider class set itself (priority ``spider``): the helper's spider sets
+    them again, and must tell them from the project's (a component dict keeps its entries
+    of every priority, so it travels whole)."""
     copied: dict[str, list[Any]] = {}
     for name in settings:
         priority = settings.getpriority(name) or 0
         if priority <= 0 or name in NOT_COPIED:
+            continue
+        if priority == SETTINGS_PRIORITIES["spider"] and not isinstance(settings[name], BaseSettings):
             continue
         try:
             copied[name] = [plain(settings[name]), priority]
