@@ -348,3 +348,36 @@ def test_a_worker_does_not_overwrite_a_feed_that_holds_rows(
         settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "tree.json")},
     ).wait(60)
     assert tree_json.returncode == 1 and "must end in .jsonl or .jl" in tree_json.log
+
+
+def test_queue_wait_keeps_a_worker_for_sites_added_later(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    _site, expected = sites(fixture_site, 2)
+    homepages = list(expected)
+    running = crawl.start(
+        {"queue": queue_server.url, "queue_wait": True},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees-w.jsonl")},
+        extra_args=["-o", str(tmp_path / "pages-w.jsonl")],
+    )
+    assert running.wait_for_log("The queue is drained: waiting for more sites")
+    enqueue(queue_server, homepages[:1])
+    wait_until(lambda: len(lines(tmp_path / "trees-w.jsonl")) == 1)
+    enqueue(queue_server, [*homepages[1:], "garbage"])  # a bad line is skipped by the command
+    wait_until(lambda: len(lines(tmp_path / "trees-w.jsonl")) == 2)
+    assert running.running()  # still waiting
+    running.interrupt()
+    result = running.wait(30)
+    assert result.stats["finish_reason"] == "shutdown"
+    assert sorted(tree["url"] for tree in lines(tmp_path / "trees-w.jsonl")) == sorted(homepages)
+    assert rows_by_site(lines(tmp_path / "pages-w.jsonl")) == expected_urls(expected)
+
+
+def test_a_queue_entry_that_is_not_a_url_is_acknowledged_not_mapped(
+    crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    queue_server.command("XADD", "sitemap_crawl:sites", "*", "homepage", "not-a-url")  # not via sitemaps-enqueue
+    result = worker(crawl, queue_server, "one", tmp_path).wait(60).assert_ok()
+    assert "The queue holds 'not-a-url', which is not an http(s) URL: acknowledged, not mapped" in result.log
+    assert status(queue_server)["done"] == 1 and status(queue_server)["failed"] == 1

@@ -226,8 +226,10 @@ class QueueWorker:
         assert self.crawler is not None and self.crawler.stats is not None
         try:
             homepage = parse_homepage(lease.homepage, self.normalize)
-        except SpiderArgumentError:
-            homepage = lease.homepage
+        except SpiderArgumentError:  # not added by sitemaps-enqueue: done with, as unreachable
+            logger.error("The queue holds %r, which is not an http(s) URL: acknowledged, not mapped", lease.homepage)
+            self._spawn(self._ack_unusable(lease))
+            return
         if homepage in self.held or homepage in self.spider.sites:
             return  # cannot happen (each homepage is queued once): never map a site twice at once
         if lease.previous_holder:
@@ -237,6 +239,13 @@ class QueueWorker:
         self.held[homepage] = lease
         self.taken += 1
         self._ready.append(lease)
+
+    async def _ack_unusable(self, lease: Lease) -> None:
+        assert self.queue is not None
+        try:
+            await self.queue.ack([(lease.entry_id, 0, True)])
+        except RedisError as exc:
+            self._server_gone(exc)
 
     async def _keep_loop(self) -> None:
         """Renew this worker's hold on its sites every quarter of CLAIM_AFTER."""
