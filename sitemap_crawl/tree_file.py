@@ -76,11 +76,10 @@ class TreeFile:
         if self._stream is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.lines and self.append:
-                self._stream = self.path.open("a+", encoding="utf-8")
-                if self._stream.tell():  # a line cut short by a crash is ended, not continued
-                    self._stream.seek(self._stream.tell() - 1)
-                    if self._stream.read(1) != "\n":
-                        self._stream.write("\n")
+                cut_short = _ends_mid_line(self.path)
+                self._stream = self.path.open("a", encoding="utf-8")
+                if cut_short:  # a line cut short by a crash is ended, not continued
+                    self._stream.write("\n")
             elif self.lines:
                 self._stream = self.path.open("w", encoding="utf-8")  # a new run starts the file anew
             else:
@@ -95,3 +94,16 @@ class TreeFile:
         stream.close()
         assert self._temporary is not None
         os.replace(self._temporary, self.path)
+
+
+def _ends_mid_line(path: Path) -> bool:
+    """Whether a file exists, is not empty and does not end with a newline."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if not handle.tell():
+                return False
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except FileNotFoundError:
+        return False
