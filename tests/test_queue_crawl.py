@@ -381,3 +381,18 @@ def test_a_queue_entry_that_is_not_a_url_is_acknowledged_not_mapped(
     result = worker(crawl, queue_server, "one", tmp_path).wait(60).assert_ok()
     assert "The queue holds 'not-a-url', which is not an http(s) URL: acknowledged, not mapped" in result.log
     assert status(queue_server)["done"] == 1 and status(queue_server)["failed"] == 1
+
+
+def test_a_worker_whose_server_cannot_be_reached_stops_at_once(crawl: CrawlRunner, tmp_path: Path) -> None:
+    result = crawl.start(
+        {"queue": "redis://127.0.0.1:1/0"},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees.jsonl")},
+    ).wait(60)
+    assert result.stats["finish_reason"] == "queue_unavailable"
+    assert result.log_count("The queue server redis://127.0.0.1:1/0 cannot be reached") == 1
+    assert "Traceback" not in result.log and result.duration < 30
+    bad = crawl.start({"queue": "http://127.0.0.1:1/"}, output_format=None).wait(60)
+    assert bad.returncode == 1 and "is not a redis:// or rediss:// URL" in bad.log
+    both = crawl.start({"queue": "redis://127.0.0.1:1/0", "homepage": "http://a.test/"}, output_format=None).wait(60)
+    assert both.returncode == 1 and "queue maps the sites of the queue" in both.log
