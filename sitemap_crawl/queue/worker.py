@@ -34,19 +34,17 @@ import socket
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from redis.exceptions import RedisError
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
-from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, apply_uri_params
-from w3lib.url import file_uri_to_path
 
 from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
 from sitemap_crawl.names import QUEUE_ACKED_STAT, QUEUE_CLAIMED_STAT, QUEUE_DEAD_STAT, QUEUE_ROUND_TRIPS_STAT
 from sitemap_crawl.queue.config import QueueConfig, display_url
+from sitemap_crawl.queue.files import feed_files, refuse_overwriting_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
 from sitemap_crawl.queue.stream import Lease, SiteQueue
 from sitemap_crawl.signals import site_finished, sitemap_node
@@ -123,7 +121,7 @@ class QueueWorker:
                 "each site's pages once (-s SITEMAP_CRAWL_TREE_FILE=trees-%s.jsonl)",
                 self.name,
             )
-        _refuse_overwriting_feeds(crawler.settings.getdict("FEEDS"), spider)
+        refuse_overwriting_feeds(crawler.settings.getdict("FEEDS"), spider)
         crawler.signals.connect(self.ledger.node, signal=sitemap_node)
         crawler.signals.connect(self._item_done, signal=signals.item_scraped)
         crawler.signals.connect(self._item_done, signal=signals.item_dropped)
@@ -296,10 +294,10 @@ class QueueWorker:
         try:
             while self._to_commit and not self._stopping:
                 batch, self._to_commit = self._to_commit, []
-                await _sync(self._feed_files())
+                await sync_files(feed_files(self.crawler))
                 for mapped in batch:
                     self._send_finished(mapped.lease.homepage, mapped.unreachable, mapped.lease.attempt)
-                await _sync(self._tree_files())
+                await sync_files(tree_files(self.crawler))
                 self._acking.update(mapped.lease.homepage for mapped in batch)
                 acked = await self.queue.ack(
                     (mapped.lease.entry_id, self.ledger.pages(mapped.lease.homepage), mapped.unreachable is not None)
@@ -322,25 +320,6 @@ class QueueWorker:
     def _send_finished(self, site: str, unreachable: str | None, attempt: str | None) -> None:
         assert self.crawler is not None
         self.crawler.signals.send_catch_log(site_finished, site=site, unreachable=unreachable, attempt=attempt)
-
-    def _feed_files(self) -> list[IO[bytes]]:
-        """The open files of the crawl's local feeds (other storages upload at the end: they
-        hold nothing a crash could keep anyway)."""
-        assert self.crawler is not None
-        exporter = self.crawler.get_extension(FeedExporter) if hasattr(self.crawler, "get_extension") else None
-        files = []
-        for slot in getattr(exporter, "slots", ()):
-            if isinstance(slot.storage, FileFeedStorage) and slot.file is not None:
-                files.append(slot.file)
-        return files
-
-    def _tree_files(self) -> list[IO[str]]:
-        from sitemap_crawl.extensions.tree import SitemapTreeExtension
-
-        assert self.crawler is not None
-        tree_file = SitemapTreeExtension.for_crawler(self.crawler).tree_file
-        stream = tree_file.stream if tree_file is not None else None
-        return [stream] if stream is not None else []
 
     # -- the end -------------------------------------------------------------------------
 
@@ -398,46 +377,3 @@ class QueueWorker:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-
-def _refuse_overwriting_feeds(feeds: dict[str, Any], spider: Any) -> None:
-    """A worker restarted with ``-O file`` would erase the rows of the sites it acknowledged
-    before: refuse a local feed that overwrites a file holding rows (``-o`` appends; a name
-    with ``%(worker)s`` or ``%(time)s`` is new for every run)."""
-    params = {name: getattr(spider, name, "") for name in dir(spider) if not name.startswith("__")}
-    params.update(batch_id=1)
-    for uri, options in feeds.items():
-        uri = str(uri)
-        if not (options or {}).get("overwrite") or "%(time)s" in uri or "%(batch_time)s" in uri:
-            continue
-        if "://" in uri and not uri.startswith("file:"):
-            continue
-        try:
-            target = apply_uri_params(uri, params)
-        except (KeyError, ValueError, TypeError):
-            continue
-        path = Path(file_uri_to_path(target) if target.startswith("file:") else target)
-        if path.is_file() and path.stat().st_size:
-            raise SpiderArgumentError(
-                f"-O {uri} would erase the rows that {path} holds (sites the queue counts as done): "
-                "give a queue worker -o (append) or a file name of its own, such as pages-%(worker)s.jsonl"
-            )
-
-
-async def _sync(files: list[Any]) -> None:
-    """Flush files here, then sync them to disk in a thread (never blocking the reactor)."""
-    descriptors = []
-    for handle in files:
-        try:
-            handle.flush()
-            descriptors.append(handle.fileno())
-        except (ValueError, OSError):  # closed already (the crawl is ending): closing flushed it
-            continue
-    if descriptors:
-        await asyncio.to_thread(_fsync, descriptors)
-
-
-def _fsync(descriptors: list[int]) -> None:
-    for descriptor in descriptors:
-        with contextlib.suppress(OSError):
-            os.fsync(descriptor)
