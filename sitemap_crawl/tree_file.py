@@ -76,7 +76,7 @@ class TreeFile:
         if self._stream is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.lines and self.append:
-                cut_short = _ends_mid_line(self.path)
+                cut_short = ends_mid_line(self.path)
                 self._stream = self.path.open("a", encoding="utf-8")
                 if cut_short:  # a line cut short by a crash is ended, not continued
                     self._stream.write("\n")
@@ -96,7 +96,7 @@ class TreeFile:
         os.replace(self._temporary, self.path)
 
 
-def _ends_mid_line(path: Path) -> bool:
+def ends_mid_line(path: Path) -> bool:
     """Whether a file exists, is not empty and does not end with a newline."""
     try:
         with path.open("rb") as handle:

@@ -342,6 +342,15 @@ def test_a_worker_does_not_overwrite_a_feed_that_holds_rows(
     assert result.returncode == 1
     assert f"would erase the rows that {feed} holds" in result.log and "Traceback" not in result.log
     assert feed.read_text("utf-8").count("\n") == 1
+    feed.write_text(feed.read_text("utf-8") + '{"url": "http://a.test/q", "webs', encoding="utf-8")  # cut by a kill
+    appended = crawl.start(
+        {"queue": queue_server.url},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees.jsonl")},
+        extra_args=["-o", str(feed)],
+    ).wait(60)
+    assert appended.returncode == 0
+    assert feed.read_text("utf-8").endswith('"webs\n')  # the next row appended starts a line of its own
     tree_json = crawl.start(
         {"queue": queue_server.url},
         output_format=None,

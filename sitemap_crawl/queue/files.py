@@ -14,6 +14,10 @@ from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, apply_ur
 from w3lib.url import file_uri_to_path
 
 from sitemap_crawl.arguments import SpiderArgumentError
+from sitemap_crawl.tree_file import ends_mid_line
+
+LINE_FORMATS = ("jsonlines", "jsonl", "jl")
+"""Feed formats of one record per line, whose last line a crash may cut short."""
 
 
 def feed_files(crawler: Crawler) -> list[IO[bytes]]:
@@ -36,23 +40,37 @@ def tree_files(crawler: Crawler) -> list[IO[str]]:
     return [stream] if stream is not None else []
 
 
-def refuse_overwriting_feeds(feeds: dict[str, Any], spider: Any) -> None:
-    """A worker restarted with ``-O file`` would erase the rows of the sites it acknowledged
-    before: refuse a local feed that overwrites a file holding rows (``-o`` appends; a name
-    with ``%(worker)s`` or ``%(time)s`` is new for every run)."""
+def _local_feeds(feeds: dict[str, Any], spider: Any) -> list[tuple[str, dict[str, Any], Path]]:
+    """The local files of the feeds, as this run will name them (a name with ``%(time)s``
+    is new for every run: left out)."""
     params = {name: getattr(spider, name, "") for name in dir(spider) if not name.startswith("__")}
     params.update(batch_id=1)
+    found = []
     for uri, options in feeds.items():
         uri = str(uri)
-        if not (options or {}).get("overwrite") or "%(time)s" in uri or "%(batch_time)s" in uri:
-            continue
-        if "://" in uri and not uri.startswith("file:"):
+        if "%(time)s" in uri or "%(batch_time)s" in uri or ("://" in uri and not uri.startswith("file:")):
             continue
         try:
             target = apply_uri_params(uri, params)
         except (KeyError, ValueError, TypeError):
             continue
-        path = Path(file_uri_to_path(target) if target.startswith("file:") else target)
+        found.append(
+            (uri, dict(options or {}), Path(file_uri_to_path(target) if target.startswith("file:") else target))
+        )
+    return found
+
+
+def prepare_feeds(feeds: dict[str, Any], spider: Any) -> None:
+    """Before the feeds open: refuse ``-O`` over a file that holds rows (a restarted worker
+    would erase the rows of the sites it acknowledged before; ``-o`` appends, and a name
+    with ``%(worker)s`` is new for every run), and end a JSON lines file's last line when a
+    crash cut it short, so that appended rows start on a line of their own."""
+    for uri, options, path in _local_feeds(feeds, spider):
+        if not options.get("overwrite"):
+            if str(options.get("format", "")).lower() in LINE_FORMATS and ends_mid_line(path):
+                with path.open("ab") as handle:
+                    handle.write(b"\n")
+            continue
         if path.is_file() and path.stat().st_size:
             raise SpiderArgumentError(
                 f"-O {uri} would erase the rows that {path} holds (sites the queue counts as done): "

@@ -44,7 +44,7 @@ from scrapy.exceptions import DontCloseSpider
 from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
 from sitemap_crawl.names import QUEUE_ACKED_STAT, QUEUE_CLAIMED_STAT, QUEUE_DEAD_STAT, QUEUE_ROUND_TRIPS_STAT
 from sitemap_crawl.queue.config import QueueConfig, display_url
-from sitemap_crawl.queue.files import feed_files, refuse_overwriting_feeds, sync_files, tree_files
+from sitemap_crawl.queue.files import feed_files, prepare_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
 from sitemap_crawl.queue.stream import Lease, SiteQueue
 from sitemap_crawl.signals import site_finished, sitemap_node
@@ -121,7 +121,7 @@ class QueueWorker:
                 "each site's pages once (-s SITEMAP_CRAWL_TREE_FILE=trees-%s.jsonl)",
                 self.name,
             )
-        refuse_overwriting_feeds(crawler.settings.getdict("FEEDS"), spider)
+        prepare_feeds(crawler.settings.getdict("FEEDS"), spider)
         crawler.signals.connect(self.ledger.node, signal=sitemap_node)
         crawler.signals.connect(self._item_done, signal=signals.item_scraped)
         crawler.signals.connect(self._item_done, signal=signals.item_dropped)
