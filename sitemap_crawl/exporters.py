@@ -9,8 +9,10 @@ texts, empty cells when empty; the other formats keep the nesting.
 
 from __future__ import annotations
 
+import itertools
 import json
 import marshal
+import operator
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -26,8 +28,8 @@ from scrapy.exporters import (
     XmlItemExporter,
 )
 
-from sitemap_crawl.codec import NESTED_PAGE_FIELDS, PAGE_FIELDS, page_to_dict
-from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage
+from sitemap_crawl.codec import NESTED_PAGE_FIELDS, page_to_dict
+from sitemap_crawl.items import CONDITIONAL_PAGE_FIELDS, PAGE_CODEC, NodeReport, PageBatch, SitemapPage
 
 try:
     import orjson
@@ -35,6 +37,8 @@ except ImportError:  # pragma: no cover - a dependency; the standard encoder is 
     orjson = None  # type: ignore[assignment]
 
 _NO_ATTRIBUTES = AttributesImpl({})
+PAGE_FIELDS = PAGE_CODEC.fields
+"""Every page field, the conditional ones last (left out of a row while None)."""
 
 
 def iter_pages(item: Any) -> Iterator[SitemapPage] | None:
@@ -79,7 +83,7 @@ class _PageRows:
         values = page_to_dict(page)
         if self._all_columns():
             return values
-        return {output: values[name] for name, output in self._page_columns()}
+        return {output: values.get(name) for name, output in self._page_columns()}
 
     def _all_columns(self) -> bool:
         every = getattr(self, "_every_column", None)
@@ -141,6 +145,17 @@ class CsvPageExporter(_PageRows, CsvItemExporter):
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         columns = self._page_columns()
         if self._headers_not_written:
+            first = next(pages, None)
+            if first is None:
+                return
+            pages = itertools.chain((first,), pages)
+            if not self.fields_to_export:  # a conditional column is there when the first page has it
+                columns = [
+                    (name, output)
+                    for name, output in columns
+                    if name not in CONDITIONAL_FIELDS or getattr(first, name) is not None
+                ]
+                self._columns = columns
             self._headers_not_written = False
             if self.include_headers_line:
                 self.csv_writer.writerow([output for _name, output in columns])
@@ -185,15 +200,38 @@ def _fast_dumps(exporter: _PageRows) -> Callable[[SitemapPage], bytes] | None:
         kwargs.get("ensure_ascii") is False and not kwargs.get("indent") and set(kwargs) <= {"ensure_ascii", "indent"}
     )
     if orjson is not None and utf8 and plain and exporter._all_columns():
-        dumps = orjson.dumps
+        dumps = _without_null_conditionals(orjson.dumps) if CONDITIONAL_FIELDS else orjson.dumps
     exporter._orjson_dumps = dumps  # type: ignore[attr-defined]
     return dumps
+
+
+CONDITIONAL_FIELDS = CONDITIONAL_PAGE_FIELDS
+"""Page fields written only when set (see :mod:`sitemap_crawl.records`)."""
+
+
+def _without_null_conditionals(dumps: Callable[[Any], bytes]) -> Callable[[SitemapPage], bytes]:
+    """orjson's bytes of a page without the conditional fields that are None: a dataclass is
+    written whole, so their ``,"name":null`` tail is cut (all None, the usual case), or the
+    page goes through its dict form (some set, some not)."""
+    values = operator.attrgetter(*CONDITIONAL_FIELDS)
+    single = len(CONDITIONAL_FIELDS) == 1
+    null_tail = len("".join(f',"{name}":null' for name in CONDITIONAL_FIELDS)) + 1
+
+    def page_dumps(page: SitemapPage) -> bytes:
+        found = (values(page),) if single else values(page)
+        if all(value is None for value in found):
+            return dumps(page)[:-null_tail] + b"}"
+        if None not in found:
+            return dumps(page)
+        return dumps(page_to_dict(page))
+
+    return page_dumps
 
 
 def _csv_row(values: dict[str, Any], names: Iterable[str]) -> list[Any]:
     row: list[Any] = []
     for name in names:
-        value = values[name]
+        value = values.get(name)
         if name in NESTED_PAGE_FIELDS:
             row.append(json.dumps(value, ensure_ascii=False) if value else "")
         else:

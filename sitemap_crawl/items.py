@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sitemap_crawl.records import MISSING_KEY, RecordCodec
+from sitemap_crawl.records import CONDITIONAL_KEY, MISSING_KEY, RecordCodec
 
 
 @dataclass(slots=True)
@@ -91,6 +91,9 @@ class SitemapPage:
     alternates: list[Alternate] = field(default_factory=list)
     website: str | None = None
     """The root URL of the site being mapped (the tree's website node); set by the spider."""
+    attempt: str | None = field(default=None, metadata={CONDITIONAL_KEY: True})
+    """Queue runs only (``-a queue=``): the attempt at the site that wrote this row, named by
+    the site's tree line when it completed (see docs/many-machines.md); left out otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict in field order (what JSON feeds write)."""
@@ -156,7 +159,9 @@ VIDEO_CODEC: RecordCodec[Video] = RecordCodec(Video)
 ALTERNATE_CODEC: RecordCodec[Alternate] = RecordCodec(Alternate)
 REF_CODEC: RecordCodec[SitemapRef] = RecordCodec(SitemapRef)
 
-PAGE_FIELDS: tuple[str, ...] = PAGE_CODEC.fields
-"""Field names of a page item, in the order the feeds write them."""
+CONDITIONAL_PAGE_FIELDS: tuple[str, ...] = PAGE_CODEC.conditional_fields
+"""Page fields that only some runs fill, written after the others and only when set (``attempt``)."""
+PAGE_FIELDS: tuple[str, ...] = tuple(name for name in PAGE_CODEC.fields if name not in CONDITIONAL_PAGE_FIELDS)
+"""Field names of every page row, in the order the feeds write them (then the conditional fields)."""
 NESTED_PAGE_FIELDS: frozenset[str] = PAGE_CODEC.nested_fields
 """Page fields holding nested records (news, images, videos, alternates)."""

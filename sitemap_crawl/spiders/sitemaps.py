@@ -45,6 +45,8 @@ from sitemap_crawl.names import META_KEY, NOT_FOLLOWED_STAT, REQUESTS_STAT, SITE
 from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
+from sitemap_crawl.queue.config import parse_queue_url
+from sitemap_crawl.queue.worker import QueueWorker
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, page_batch
 from sitemap_crawl.signals import site_finished, sitemap_node
@@ -132,6 +134,12 @@ class SitemapsSpider(Spider):
             )
             raise SpiderArgumentError(f"SITEMAP_CRAWL_KNOWN_PATHS_MODE {mode!r}")
         spider.known_paths_mode = mode
+        if spider.queue is not None:
+            try:
+                spider.queue.bind(crawler, spider)
+            except SpiderArgumentError as exc:
+                logger.error("Bad argument for the %s spider: %s", spider.name, exc)
+                raise
         if spider.homepages is not None:
             settings = crawler.settings
             if (settings.getpriority("CONCURRENT_REQUESTS") or 0) <= SETTINGS_PRIORITIES["default"]:
@@ -162,6 +170,8 @@ class SitemapsSpider(Spider):
         normalize_homepage: str | bool | None = None,
         follow: str | None = None,
         deny: str | None = None,
+        queue: str | None = None,
+        queue_wait: str | bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -175,15 +185,23 @@ class SitemapsSpider(Spider):
             self.start_sitemap_urls = parse_sitemap_urls(sitemap_urls)
             if homepages_file and (homepage or self.start_sitemap_urls):
                 raise SpiderArgumentError("homepages_file maps the sites of its file: give no homepage or sitemap_urls")
-            if not homepage and not self.start_sitemap_urls and not homepages_file:
+            if queue and (homepage or self.start_sitemap_urls or homepages_file):
                 raise SpiderArgumentError(
-                    "give -a homepage=https://www.example.org/, -a homepages_file=sites.txt "
-                    "or -a sitemap_urls=URL[,URL...]"
+                    "queue maps the sites of the queue: give no homepage, homepages_file or sitemap_urls"
                 )
+            if not homepage and not self.start_sitemap_urls and not homepages_file and not queue:
+                raise SpiderArgumentError(
+                    "give -a homepage=https://www.example.org/, -a homepages_file=sites.txt, "
+                    "-a sitemap_urls=URL[,URL...] or -a queue=redis://host:6379/0"
+                )
+            wait = parse_bool("queue_wait", queue_wait, False)
+            self.queue: QueueWorker | None = QueueWorker(parse_queue_url(queue), normalize, wait) if queue else None
             self.homepage = parse_homepage(homepage, normalize) if homepage else None
-            self.homepages: HomepageList | None = (
-                HomepageList.from_file(homepages_file, normalize) if homepages_file else None
+            self.homepages: HomepageList | QueueWorker | None = (
+                HomepageList.from_file(homepages_file, normalize) if homepages_file else self.queue
             )
+            self.worker = self.queue.name if self.queue is not None else ""
+            """A queue run's worker name (``%(worker)s`` in feed URIs names a file per worker)."""
         except SpiderArgumentError as exc:
             logger.error("Bad argument for the %s spider: %s", self.name, exc)
             raise
@@ -218,7 +236,9 @@ class SitemapsSpider(Spider):
         self.concurrent_sites = config.concurrent_sites
         if self.homepages is not None:
             shard = config.shard
-            count = config.crawl_processes
+            count = 1 if self.queue is not None else config.crawl_processes  # a worker is one process
+            if self.queue is not None and config.crawl_processes > 1 and self.settings.get("SITEMAP_CRAWL_PROCESSES"):
+                logger.info("A queue worker is one crawl process (SITEMAP_CRAWL_PROCESSES is not used): start more")
             spider_path = f"{type(self).__module__}.{type(self).__qualname__}"
             if shard is None and count > 1 and type(self).__module__ != "__main__":
                 shard = Shard(0, count)
@@ -282,12 +302,17 @@ class SitemapsSpider(Spider):
         del self.sites[website_url]
         self.sites_done += 1
         self.crawler.stats.inc_value(SITES_DONE_STAT)
-        self.crawler.signals.send_catch_log(site_finished, site=website_url, unreachable=discovery.unreachable)
+        if self.queue is not None:  # site_finished once its pages are in the feed, then acknowledged
+            self.queue.site_mapped(website_url, discovery.unreachable)
+        else:
+            self.crawler.signals.send_catch_log(site_finished, site=website_url, unreachable=discovery.unreachable)
         if take_next:
             self._open_sites()
 
     async def start(self) -> AsyncIterator[Any]:
         self._setup()
+        if self.queue is not None and not await self.queue.open():
+            return
         if self.homepages is not None:
             self._homepage_iterator = iter(self.homepages)
             self._schedule_progress()
@@ -299,7 +324,7 @@ class SitemapsSpider(Spider):
                         yield item
                 for name, value in self.helpers.stats.items():
                     self.crawler.stats.inc_value(name, value)
-            if not self.sites and not self.sites_done:
+            if not self.sites and not self.sites_done and self.queue is None:
                 logger.warning("%s lists no usable homepage: nothing to map", self.homepages.source)
         else:
             self._open_site(self.homepage, self.start_sitemap_urls)
@@ -480,6 +505,7 @@ class SitemapsSpider(Spider):
         self, discovery: SiteDiscovery, visit: Visit, reader: Any, final_url: str, broken_off: bool = False
     ) -> AsyncIterator[Any]:
         website = visit.site
+        attempt = self.queue.attempt_of(website) if self.queue is not None else None
         lineage = visit.ancestors | {visit.url, final_url}
         child_index = 0
         page_count = 0
@@ -495,6 +521,7 @@ class SitemapsSpider(Spider):
                     if redirected:
                         entry.sitemap_url = visit.url
                     entry.website = website
+                    entry.attempt = attempt
                     page_count += 1
                     if self.batch_size:
                         batch.append(entry)
