@@ -1,0 +1,48 @@
+"""Discovery checks: what robots.txt says about the sitemaps (and what it disallows)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+from protego import Protego  # the robots.txt parser Scrapy ships (pure Python, no Scrapy)
+
+from sitemap_crawl.audit import rules
+from sitemap_crawl.audit.rules import Rule
+from sitemap_crawl.parsing.robots import decode_robots
+
+_SITEMAP_LINE = re.compile(r"^[\s\ufeff]*site-?maps?\s*:[\s\xa0\u200b\ufeffÂ]*(\S*)", re.IGNORECASE)
+
+
+def check_robots(body: bytes) -> Iterator[tuple[Rule, str | None, str]]:
+    """The discovery rules one robots.txt breaks: (rule, the URL concerned or None, detail)."""
+    declared = 0
+    for line in decode_robots(body).splitlines():
+        match = _SITEMAP_LINE.match(line)
+        if match is None:
+            continue
+        declared += 1
+        value = match.group(1)
+        parts = urlsplit(value)
+        if not parts.scheme or not parts.netloc:
+            yield rules.RELATIVE_SITEMAP_LINE, value or None, f"Sitemap: {value[:200]!r} is not an absolute URL"
+    if declared == 0:
+        yield rules.NO_SITEMAP_IN_ROBOTS, None, "no Sitemap: line"
+
+
+class RobotsRules:
+    """One host's robots.txt rules for the crawl's user agent (Protego)."""
+
+    def __init__(self, body: bytes, user_agent: str) -> None:
+        self._parser = Protego.parse(decode_robots(body))
+        self.user_agent = user_agent
+
+    def disallows(self, url: str) -> bool:
+        """Whether the crawl's user agent may not fetch ``url``."""
+        return not self._parser.can_fetch(url, self.user_agent)
+
+    def check(self, url: str) -> Iterator[tuple[Rule, str]]:
+        """``sitemap-disallowed`` when ``url`` is disallowed."""
+        if self.disallows(url):
+            yield rules.SITEMAP_DISALLOWED, f"robots.txt disallows it for {self.user_agent!r}"

@@ -1,0 +1,54 @@
+"""Location checks on one <loc>: absolute, same site, inside the sitemap's directory, escaped."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+from sitemap_crawl.audit import rules
+from sitemap_crawl.audit.rules import Rule
+
+_MUST_ESCAPE = re.compile(r"[\x00-\x20\x7f\"<>\\^`{|}]|[^\x00-\x7f]")
+
+
+class SitemapPlace:
+    """Where a sitemap lives: its scheme, host and directory, worked out once."""
+
+    __slots__ = ("directory", "host", "scheme", "url")
+
+    def __init__(self, sitemap_url: str) -> None:
+        parts = urlsplit(sitemap_url)
+        self.url = sitemap_url
+        self.scheme = parts.scheme.lower()
+        self.host = (parts.hostname or "").lower()
+        self.directory = parts.path[: parts.path.rfind("/") + 1] or "/"
+
+
+def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = frozenset()) -> Iterator[tuple[Rule, str]]:
+    """The location rules ``url`` (a <loc> as written) breaks, each with a detail.
+
+    ``cross_hosts`` are the hosts whose robots.txt declares this sitemap
+    (cross-submission): their pages may be listed.
+    """
+    if len(url) > rules.MAX_URL_LENGTH:
+        yield rules.URL_TOO_LONG, f"{len(url)} characters"
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.netloc:
+        yield rules.RELATIVE_URL, f"<loc>{url[:200]}</loc> has no scheme and host"
+        return
+    if parts.fragment or url.endswith("#"):
+        yield rules.URL_FRAGMENT, f"fragment #{parts.fragment[:100]}"
+    bad = _MUST_ESCAPE.search(url)
+    if bad:
+        yield rules.UNESCAPED_URL, f"{bad.group()!r} at position {bad.start()}"
+    host = (parts.hostname or "").lower()
+    scheme = parts.scheme.lower()
+    if host != place.host:
+        if host in cross_hosts:
+            return
+        yield rules.OTHER_HOST, f"host {host}, the sitemap is on {place.host}"
+    elif scheme != place.scheme:
+        yield rules.MIXED_SCHEME, f"{scheme} page in an {place.scheme} sitemap"
+    elif not (parts.path or "/").startswith(place.directory):
+        yield rules.OUTSIDE_DIRECTORY, f"path {parts.path[:200]} is outside {place.directory}"
