@@ -1,0 +1,206 @@
+"""The audit's pure checks: one broken and one sound minimal document per rule.
+
+These run the checks on bytes (no server): the crawl wiring is not built yet.
+"""
+
+from __future__ import annotations
+
+import gzip
+from datetime import UTC, datetime
+
+import pytest
+
+from sitemap_crawl.audit import rules
+from sitemap_crawl.audit.auditor import SiteAudit
+from sitemap_crawl.audit.discovery import RobotsRules
+from sitemap_crawl.audit.hashset import HashSet, url_hash
+
+NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
+SITEMAP = "https://example.com/dir/sitemap.xml"
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+EXTENSIONS = (
+    "xmlns:news='http://www.google.com/schemas/sitemap-news/0.9'"
+    " xmlns:image='http://www.google.com/schemas/sitemap-image/1.1' xmlns:xhtml='http://www.w3.org/1999/xhtml'"
+)
+
+
+def urlset(*entries: str, ns: str = NS, decl: str = '<?xml version="1.0" encoding="UTF-8"?>') -> bytes:
+    return f"{decl}<urlset {ns} {EXTENSIONS}>{''.join(entries)}</urlset>".encode()
+
+
+def url(loc: str = "https://example.com/dir/a", extra: str = "") -> str:
+    return f"<url><loc>{loc}</loc>{extra}</url>"
+
+
+def index(*locs: str, lastmod: str = "") -> bytes:
+    children = "".join(f"<sitemap><loc>{loc}</loc>{lastmod}</sitemap>" for loc in locs)
+    return f"<sitemapindex {NS}>{children}</sitemapindex>".encode()
+
+
+def news(date: str) -> str:
+    return f"<news:news><news:publication_date>{date}</news:publication_date></news:news>"
+
+
+def images(count: int) -> str:
+    return "<image:image><image:loc>https://example.com/dir/i.png</image:loc></image:image>" * count
+
+
+def alternate(hreflang: str) -> str:
+    return f'<xhtml:link rel="alternate" hreflang="{hreflang}" href="https://example.com/dir/x"/>'
+
+
+many = rules.MAX_URLS + 1
+big_text = (" " * (rules.MAX_BYTES + 10)).encode()
+
+# rule -> (a body that breaks it once, a sound body)
+CASES: dict[str, tuple[bytes, bytes]] = {
+    "too-many-urls": (
+        urlset(*(url(f"https://example.com/dir/{i}") for i in range(many))),
+        urlset(*(url(f"https://example.com/dir/{i}") for i in range(rules.MAX_URLS))),
+    ),
+    "too-many-children": (
+        index(*(f"https://example.com/dir/s{i}.xml" for i in range(many))),
+        index(*(f"https://example.com/dir/s{i}.xml" for i in range(rules.MAX_URLS))),
+    ),
+    "too-large": (urlset(url()) + big_text, urlset(url())),
+    "url-too-long": (
+        urlset(url("https://example.com/dir/" + "a" * 2100)),
+        urlset(url("https://example.com/dir/" + "a" * 2000)),
+    ),
+    "other-host": (urlset(url("https://other.example/dir/a")), urlset(url())),
+    "outside-directory": (urlset(url("https://example.com/elsewhere")), urlset(url("https://example.com/dir/x/y"))),
+    "relative-url": (urlset(url("/dir/a")), urlset(url())),
+    "url-fragment": (urlset(url("https://example.com/dir/a#top")), urlset(url())),
+    "unescaped-url": (urlset(url("https://example.com/dir/a b")), urlset(url("https://example.com/dir/a%20b"))),
+    "mixed-scheme": (urlset(url("http://example.com/dir/a")), urlset(url())),
+    "empty-sitemap": (urlset(), urlset(url())),
+    "duplicate-in-sitemap": (urlset(url(), url()), urlset(url(), url("https://example.com/dir/b"))),
+    "bad-namespace": (
+        urlset(url(), ns='xmlns="http://www.google.com/schemas/sitemap/0.84"'),
+        urlset(url()),
+    ),
+    "not-utf8": (
+        urlset(url(), decl='<?xml version="1.0" encoding="ISO-8859-1"?>'),
+        urlset(url(), decl='<?xml version="1.0" encoding="utf-8"?>'),
+    ),
+    "unescaped-entity": (
+        urlset(url("https://example.com/dir/a?b=1&c=2")),
+        urlset(url("https://example.com/dir/a?b=1&amp;c=2")),
+    ),
+    "invalid-document": (urlset(url())[:-5], urlset(url())),
+    "lastmod-format": (
+        urlset(url(extra="<lastmod>05/01/2024</lastmod>")),
+        urlset(url(extra="<lastmod>2024-05-01T10:00+02:00</lastmod>")),
+    ),
+    "lastmod-future": (
+        urlset(url(extra="<lastmod>2027-01-01</lastmod>")),
+        urlset(url(extra="<lastmod>2026-06-15</lastmod>")),
+    ),
+    "priority-range": (urlset(url(extra="<priority>1.5</priority>")), urlset(url(extra="<priority>1.0</priority>"))),
+    "changefreq-value": (
+        urlset(url(extra="<changefreq>Daily!</changefreq>")),
+        urlset(url(extra="<changefreq>daily</changefreq>")),
+    ),
+    "news-too-old": (urlset(url(extra=news("2026-06-01"))), urlset(url(extra=news("2026-06-15T08:00:00Z")))),
+    "too-many-news": (
+        urlset(*(url(f"https://example.com/dir/{i}", news("2026-06-15")) for i in range(1001))),
+        urlset(*(url(f"https://example.com/dir/{i}", news("2026-06-15")) for i in range(1000))),
+    ),
+    "too-many-images": (urlset(url(extra=images(1001))), urlset(url(extra=images(1000)))),
+    "hreflang-value": (
+        urlset(url(extra=alternate("english"))),
+        urlset(url(extra=alternate("en-GB") + alternate("x-default"))),
+    ),
+}
+
+
+def findings_of(body: bytes, sitemap_url: str = SITEMAP) -> list[str]:
+    audit = SiteAudit("https://example.com/", now=NOW)
+    return [finding.rule for finding in audit.audit_sitemap(body, sitemap_url)]
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_rule_broken_and_sound(rule: str) -> None:
+    broken, sound = CASES[rule]
+    assert findings_of(broken) == [rule]
+    assert findings_of(sound) == []
+
+
+def test_gzip_body_is_read() -> None:
+    assert findings_of(gzip.compress(urlset(url("/rel")))) == ["relative-url"]
+
+
+def test_duplicate_across_sitemaps_and_nested_index() -> None:
+    audit = SiteAudit("https://example.com/", now=NOW)
+    first = list(audit.audit_sitemap(index("https://example.com/dir/inner.xml"), SITEMAP))
+    inner = list(
+        audit.audit_sitemap(
+            index("https://example.com/dir/a.xml"), "https://example.com/dir/inner.xml", parent_url=SITEMAP
+        )
+    )
+    pages = list(
+        audit.audit_sitemap(
+            urlset(url()), "https://example.com/dir/a.xml", parent_url="https://example.com/dir/inner.xml"
+        )
+    )
+    again = list(audit.audit_sitemap(urlset(url()), "https://example.com/dir/b.xml"))
+    assert first == [] and pages == []
+    assert [(f.rule, f.sitemap_url, f.url) for f in inner] == [
+        ("nested-index", SITEMAP, "https://example.com/dir/inner.xml")
+    ]
+    assert [(f.rule, f.website, f.url) for f in again] == [
+        ("duplicate-across-sitemaps", "https://example.com/", "https://example.com/dir/a")
+    ]
+    assert audit.counts == {"nested-index": 1, "duplicate-across-sitemaps": 1}
+
+
+def test_cross_submission_allows_other_host() -> None:
+    audit = SiteAudit(None, now=NOW)
+    body = urlset(url("https://other.example/dir/a"))
+    assert list(audit.audit_sitemap(body, SITEMAP, cross_hosts=frozenset({"other.example"}))) == []
+
+
+def test_text_sitemap_location_and_duplicates() -> None:
+    body = b"https://example.com/dir/a\nhttps://example.com/dir/a\n/rel\n"
+    assert findings_of(body, "https://example.com/dir/sitemap.txt") == ["duplicate-in-sitemap", "relative-url"]
+
+
+@pytest.mark.parametrize(
+    ("robots", "expected"),
+    [
+        (b"User-agent: *\nDisallow:\n", ["no-sitemap-in-robots"]),
+        (b"Sitemap: /sitemap.xml\n", ["relative-sitemap-line"]),
+        (b"Sitemap: https://example.com/sitemap.xml\n", []),
+    ],
+)
+def test_robots_discovery(robots: bytes, expected: list[str]) -> None:
+    audit = SiteAudit(None, now=NOW)
+    assert [f.rule for f in audit.audit_robots(robots, "https://example.com/robots.txt")] == expected
+
+
+def test_robots_disallow_for_the_user_agent() -> None:
+    robots = RobotsRules(b"User-agent: mybot\nDisallow: /private/\n", "mybot")
+    assert [rule.id for rule, _ in robots.check("https://example.com/private/sitemap.xml")] == ["sitemap-disallowed"]
+    assert list(robots.check("https://example.com/sitemap.xml")) == []
+    assert not RobotsRules(b"User-agent: mybot\nDisallow: /private/\n", "other").disallows(
+        "https://example.com/private/x"
+    )
+
+
+def test_hash_set_is_bounded() -> None:
+    seen = HashSet(capacity=3, initial_slots=2)
+    assert [seen.add(url_hash(str(i))) for i in range(5)] == [False] * 5
+    assert seen.count == 3 and seen.full
+    assert seen.add(url_hash("0")) is True  # kept values are still found
+    assert seen.add(url_hash("4")) is False  # values past the capacity are not kept
+
+
+def test_every_rule_has_a_case() -> None:
+    covered = set(CASES) | {
+        "nested-index",
+        "duplicate-across-sitemaps",
+        "no-sitemap-in-robots",
+        "relative-sitemap-line",
+        "sitemap-disallowed",
+    }
+    assert covered == {rule.id for rule in rules.RULES}
