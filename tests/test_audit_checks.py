@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -204,3 +205,8 @@ def test_every_rule_has_a_case() -> None:
         "sitemap-disallowed",
     }
     assert covered == {rule.id for rule in rules.RULES}
+
+
+def test_docs_rules_table_is_the_rules() -> None:
+    page = (Path(__file__).parent.parent / "docs" / "audit.md").read_text()
+    assert rules.rules_table() in page

@@ -132,3 +132,10 @@ RULES: tuple[Rule, ...] = (
     SITEMAP_DISALLOWED,
 )
 RULES_BY_ID = {rule.id: rule for rule in RULES}
+
+
+def rules_table() -> str:
+    """The Markdown rules table of docs/audit.md (a test checks the page holds it)."""
+    lines = ["| id | severity | category | what it checks | source |", "|---|---|---|---|---|"]
+    lines += [f"| `{r.id}` | {r.severity.value} | {r.category} | {r.doc} | {r.source.value} |" for r in RULES]
+    return "\n".join(lines)
