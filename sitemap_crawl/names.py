@@ -23,6 +23,8 @@ SITEMAPS_STAT = "sitemap_crawl/sitemaps"
 ERRORS_STAT = "sitemap_crawl/errors"
 """Prefix of the stats of nodes with an error, by reason."""
 SITES_STAT = "sitemap_crawl/sites"
+AUDIT_STAT = "sitemap_crawl/audit"
+"""Prefix of the audit's stats: findings by rule id (``SITEMAP_CRAWL_AUDIT_FILE``)."""
 """Prefix of a many-site run's stats of sites by outcome (``with_sitemaps``, ``unreachable``...)."""
 """``sitemap_crawl/errors/<reason>``: sitemaps with an error, by reason."""
 

@@ -8,6 +8,8 @@ from sitemap_crawl.exporters import EXPORTERS
 
 TREE_EXTENSION = "sitemap_crawl.extensions.tree.SitemapTreeExtension"
 TREE_EXTENSION_ORDER = 100
+AUDIT_EXTENSION = "sitemap_crawl.extensions.audit.SitemapAuditExtension"
+"""Off (NotConfigured) unless SITEMAP_CRAWL_AUDIT_FILE is set."""
 TREE_PIPELINE = "sitemap_crawl.pipelines.SitemapTreePipeline"
 """The former tree pipeline: a project may still list it in ITEM_PIPELINES (it shares the extension)."""
 
@@ -22,6 +24,9 @@ def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "
     from sitemap_crawl.extensions.tree import SitemapTreeExtension
 
     settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapTreeExtension, TREE_EXTENSION_ORDER)
+    from sitemap_crawl.extensions.audit import SitemapAuditExtension
+
+    settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapAuditExtension, TREE_EXTENSION_ORDER + 1)
     _raise_priority(settings, "EXTENSIONS", priority)
     exporters = settings.getdict("FEED_EXPORTERS")
     changed = False

@@ -9,6 +9,7 @@ import gzip
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from urllib.parse import urljoin
 
 from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.discovery import check_robots
@@ -37,6 +38,10 @@ class SiteAudit:
         self.now = now or datetime.now(UTC)
         self.counts: Counter[str] = Counter()
         self._site_pages = HashSet(page_limit)
+        self.declared: set[str] = set()
+        """The sitemap URLs robots.txt declares (absolute)."""
+        self.parents: dict[str, str] = {}
+        """The index that listed each child sitemap (for ``nested-index``)."""
         self.kinds: dict[str, str] = {}
         """The root element of each sitemap read (``urlset``, ``sitemapindex``...)."""
 
@@ -72,7 +77,9 @@ class SiteAudit:
                 for rule, detail in check_entry(entry, self.now):
                     yield self.finding(rule, sitemap_url, loc, detail)
                 news += bool(entry.news_dates)
-            elif entry.lastmod is not None:
+            elif facts.root == INDEX:
+                self.parents.setdefault(urljoin(sitemap_url, loc), sitemap_url)
+            if facts.root == INDEX and entry.lastmod is not None:
                 for rule, detail in check_lastmod(entry.lastmod, self.now):
                     yield self.finding(rule, sitemap_url, loc, detail)
         if facts.root is None and facts.error is None:
@@ -80,12 +87,13 @@ class SiteAudit:
             return
         self.kinds[sitemap_url] = facts.root or ""
         yield from self._document(facts, sitemap_url, news)
+        parent_url = parent_url or self.parents.get(sitemap_url)
         if parent_url is not None and facts.root == INDEX and self.kinds.get(parent_url) == INDEX:
             yield self.finding(rules.NESTED_INDEX, parent_url, sitemap_url, "a sitemap index listed by an index")
 
     def audit_robots(self, body: bytes, robots_url: str) -> Iterator[Finding]:
         """The discovery findings of a robots.txt body (its Sitemap: lines)."""
-        for rule, url, detail in check_robots(body):
+        for rule, url, detail in check_robots(body, robots_url, self.declared):
             yield self.finding(rule, robots_url, url, detail)
 
     def _duplicates(self, loc: str, sitemap_url: str, in_sitemap: HashSet) -> Iterator[Finding]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from protego import Protego  # the robots.txt parser Scrapy ships (pure Python, no Scrapy)
 
@@ -15,19 +15,26 @@ from sitemap_crawl.parsing.robots import decode_robots
 _SITEMAP_LINE = re.compile(r"^[\s\ufeff]*site-?maps?\s*:[\s\xa0\u200b\ufeffÂ]*(\S*)", re.IGNORECASE)
 
 
-def check_robots(body: bytes) -> Iterator[tuple[Rule, str | None, str]]:
-    """The discovery rules one robots.txt breaks: (rule, the URL concerned or None, detail)."""
-    declared = 0
+def check_robots(
+    body: bytes, robots_url: str = "", declared: set[str] | None = None
+) -> Iterator[tuple[Rule, str | None, str]]:
+    """The discovery rules one robots.txt breaks: (rule, the URL concerned or None, detail).
+
+    The sitemap URLs it declares (made absolute against ``robots_url``) are added to ``declared``.
+    """
+    count = 0
     for line in decode_robots(body).splitlines():
         match = _SITEMAP_LINE.match(line)
         if match is None:
             continue
-        declared += 1
+        count += 1
         value = match.group(1)
         parts = urlsplit(value)
+        if declared is not None and value:
+            declared.add(urljoin(robots_url, value))
         if not parts.scheme or not parts.netloc:
             yield rules.RELATIVE_SITEMAP_LINE, value or None, f"Sitemap: {value[:200]!r} is not an absolute URL"
-    if declared == 0:
+    if count == 0:
         yield rules.NO_SITEMAP_IN_ROBOTS, None, "no Sitemap: line"
 
 

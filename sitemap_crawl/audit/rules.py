@@ -99,6 +99,12 @@ SITEMAP_DISALLOWED = Rule(
     "robots.txt disallows a sitemap or page for the crawl's user agent.",
     Source.RFC9309,
 )
+FOUND_AT_KNOWN_PATH = Rule(
+    "known-path-only", N, "discovery", "A sitemap found at a well-known path, not declared in robots.txt.", G
+)
+HTTP_ERROR = Rule("http-error", E, "discovery", "A sitemap or robots.txt URL answers an HTTP error.", G)
+REDIRECTED = Rule("redirected", W, "discovery", "A sitemap URL redirects (list the final URL).", G)
+SERVED_AS_HTML = Rule("served-as-html", W, "discovery", "A sitemap served with Content-Type text/html.", G)
 
 RULES: tuple[Rule, ...] = (
     TOO_MANY_URLS,
@@ -130,6 +136,10 @@ RULES: tuple[Rule, ...] = (
     NO_SITEMAP_IN_ROBOTS,
     RELATIVE_SITEMAP_LINE,
     SITEMAP_DISALLOWED,
+    FOUND_AT_KNOWN_PATH,
+    HTTP_ERROR,
+    REDIRECTED,
+    SERVED_AS_HTML,
 )
 RULES_BY_ID = {rule.id: rule for rule in RULES}
 

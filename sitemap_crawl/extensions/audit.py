@@ -1,0 +1,132 @@
+"""The audit extension: runs sitemap_crawl.audit on every sitemap and robots.txt the crawl reads.
+
+Enabled by ``SITEMAP_CRAWL_AUDIT_FILE`` (else NotConfigured: no signal handler, no cost).
+Each response's body is handed to one worker thread that runs the checks and writes the
+findings (JSON lines) as it finds them; the reactor only counts them in the stats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import IO, Any
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from twisted.internet import reactor
+
+from sitemap_crawl.audit import rules
+from sitemap_crawl.audit.auditor import SiteAudit
+from sitemap_crawl.audit.discovery import RobotsRules
+from sitemap_crawl.audit.finding import Finding
+from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
+from sitemap_crawl.discovery.site import Visit
+from sitemap_crawl.names import AUDIT_STAT, META_KEY
+from sitemap_crawl.signals import site_finished
+
+logger = logging.getLogger(__name__)
+
+
+class SitemapAuditExtension:
+    """Audits each sitemap and robots.txt response; findings go to ``SITEMAP_CRAWL_AUDIT_FILE``."""
+
+    def __init__(self, crawler: Crawler, path: str) -> None:
+        self.crawler = crawler
+        self.path = path
+        self.user_agent = str(crawler.settings.get("USER_AGENT") or "*")
+        self.counts: Counter[str] = Counter()
+        self._audits: dict[str, SiteAudit] = {}
+        self._robots: dict[str, RobotsRules] = {}
+        self._declared: dict[str, set[str]] = {}
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemap-audit")
+        self._file: IO[str] | None = None
+        self._last: Future[None] | None = None
+        crawler.signals.connect(self._response, signal=signals.response_received)
+        crawler.signals.connect(self._site_finished, signal=site_finished)
+        crawler.signals.connect(self._close, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SitemapAuditExtension:
+        path = crawler.settings.get("SITEMAP_CRAWL_AUDIT_FILE")
+        if not path:
+            raise NotConfigured("SITEMAP_CRAWL_AUDIT_FILE is not set")
+        return cls(crawler, str(path))
+
+    def _response(self, response: Response, request: Request, spider: Any) -> None:
+        visit = request.meta.get(META_KEY)
+        if not isinstance(visit, Visit):
+            return
+        content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
+        facts = (visit.site, visit.url, visit.role, response.status, response.url, content_type)
+        self._last = self._executor.submit(self._audit, facts, response.body)
+
+    def _site_finished(self, site: str, **_kwargs: Any) -> None:
+        self._executor.submit(self._forget, site)
+
+    def _forget(self, site: str) -> None:
+        self._audits.pop(site, None)
+        self._robots.pop(site, None)
+        self._declared.pop(site, None)
+
+    # in the worker thread
+    def _audit(self, facts: tuple[str, str, str, int, str, str], body: bytes) -> None:
+        site, url, role, status, final_url, content_type = facts
+        audit = self._audits.get(site)
+        if audit is None:
+            audit = self._audits[site] = SiteAudit(site or None)
+        found: list[Finding] = []
+        if status >= 400:
+            found.append(audit.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}"))
+        elif role == ROBOTS:
+            found += audit.audit_robots(body, url)
+            self._robots[site] = RobotsRules(body, self.user_agent)
+            self._declared[site] = set(audit.declared)
+        else:
+            if final_url != url:
+                found.append(audit.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}"))
+            if content_type.startswith("text/html"):
+                found.append(audit.finding(rules.SERVED_AS_HTML, final_url, None, f"Content-Type {content_type}"))
+            robots = self._robots.get(site)
+            if robots is not None and robots.disallows(url):
+                found.append(
+                    audit.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
+                )
+            if role == KNOWN and url not in self._declared.get(site, ()):
+                found.append(audit.finding(rules.FOUND_AT_KNOWN_PATH, url, None, "not declared in robots.txt"))
+            found += audit.audit_sitemap(body, final_url)
+        if found:
+            self._write(found)
+
+    def _write(self, found: list[Finding]) -> None:
+        if self._file is None:
+            self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (closed at spider close)
+        self._file.write("".join(json.dumps(f.to_dict(), ensure_ascii=False) + "\n" for f in found))
+        by_rule = Counter(f.rule for f in found)
+        reactor.callFromThread(self._count, by_rule)
+
+    def _count(self, by_rule: Counter[str]) -> None:
+        self.counts.update(by_rule)
+        stats = self.crawler.stats
+        if stats is not None:
+            for rule, count in by_rule.items():
+                stats.inc_value(f"{AUDIT_STAT}/{rule}", count)
+
+    def _finish(self) -> None:
+        if self._file is None:
+            open(self.path, "w", encoding="utf-8").close()  # no finding: an empty file, not a stale one
+        else:
+            self._file.close()
+
+    async def _close(self, spider: Any) -> None:
+        self._executor.submit(self._finish)
+        await asyncio.to_thread(self._executor.shutdown, True)
+        # the counts posted by the last writes run before this line (callFromThread order)
+        await asyncio.to_thread(lambda: None)
+        total = sum(self.counts.values())
+        summary = ", ".join(f"{rule} {count}" for rule, count in self.counts.most_common())
+        logger.info("Sitemap audit: %d finding(s) in %s%s", total, self.path, f": {summary}" if summary else "")
