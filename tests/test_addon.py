@@ -33,6 +33,7 @@ import sitemap_crawl
 from sitemap_crawl import Addon
 from sitemap_crawl.config import DEFAULTS
 from sitemap_crawl.exporters import EXPORTERS
+from sitemap_crawl.extensions.audit import SitemapAuditExtension
 from sitemap_crawl.extensions.tree import SitemapTreeExtension
 from sitemap_crawl.items import PAGE_FIELDS
 from tests.support import CORPUS_DIR, REPO_ROOT, CrawlResult, FixtureServer, Route, rss, sitemapindex, urlset
@@ -430,7 +431,7 @@ def test_defaults_are_set_at_addon_priority() -> None:
     # a copy: changing the crawl's list does not change the defaults
     settings["SITEMAP_CRAWL_KNOWN_PATHS"].append("extra.xml")
     assert "extra.xml" not in DEFAULTS["SITEMAP_CRAWL_KNOWN_PATHS"]
-    assert settings.getdict("EXTENSIONS") == {SitemapTreeExtension: 100}
+    assert settings.getdict("EXTENSIONS") == {SitemapTreeExtension: 100, SitemapAuditExtension: 101}
     assert settings.getdict("FEED_EXPORTERS") == {
         feed_format: f"{exporter.__module__}.{exporter.__qualname__}" for feed_format, exporter in EXPORTERS.items()
     }
@@ -458,7 +459,7 @@ def test_addon_never_overrides_the_host_project() -> None:
     assert settings.getpriority("SITEMAP_CRAWL_MAX_SIZE") == SETTINGS_PRIORITIES["cmdline"]
     assert settings["SITEMAP_CRAWL_TREE_LOG_LINES"] == DEFAULTS["SITEMAP_CRAWL_TREE_LOG_LINES"]
     assert settings.getdict("ITEM_PIPELINES") == {"scrapy.pipelines.files.FilesPipeline": 300}
-    assert settings.getdict("EXTENSIONS") == {SitemapTreeExtension: 100}
+    assert settings.getdict("EXTENSIONS") == {SitemapTreeExtension: 100, SitemapAuditExtension: 101}
     assert settings.getdict("FEED_EXPORTERS")["csv"] == "scrapy.exporters.CsvItemExporter"
     assert settings.getdict("FEED_EXPORTERS")["json"] == "sitemap_crawl.exporters.JsonPageExporter"
     assert settings.getbool("ROBOTSTXT_OBEY") is True

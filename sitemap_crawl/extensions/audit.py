@@ -18,7 +18,6 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
-from twisted.internet import reactor
 
 from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.auditor import SiteAudit
@@ -107,6 +106,7 @@ class SitemapAuditExtension:
             self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (closed at spider close)
         self._file.write("".join(json.dumps(f.to_dict(), ensure_ascii=False) + "\n" for f in found))
         by_rule = Counter(f.rule for f in found)
+        from twisted.internet import reactor  # here: importing it at module level would install one
         reactor.callFromThread(self._count, by_rule)
 
     def _count(self, by_rule: Counter[str]) -> None:
