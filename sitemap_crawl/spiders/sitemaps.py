@@ -32,16 +32,25 @@ from sitemap_crawl.arguments import (
     parse_homepage,
     parse_list,
     parse_regex,
+    parse_since_arguments,
     parse_sitemap_urls,
 )
 from sitemap_crawl.discovery import ALWAYS, KNOWN_PATHS_MODES, ROBOTS, FollowRules, SiteDiscovery, Visit
+from sitemap_crawl.discovery.since import Since
 from sitemap_crawl.downloads import MANY_SITES_HANDLER
 from sitemap_crawl.failures import failure_reason
 from sitemap_crawl.gctuning import GcTuning
 from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage, SitemapRef
 from sitemap_crawl.kinds import ErrorReason, http_error
 from sitemap_crawl.memory import trim
-from sitemap_crawl.names import META_KEY, NOT_FOLLOWED_STAT, REQUESTS_STAT, SITES_DONE_STAT
+from sitemap_crawl.names import (
+    META_KEY,
+    NOT_FOLLOWED_STAT,
+    REQUESTS_STAT,
+    SINCE_PAGES_DROPPED_STAT,
+    SINCE_SITEMAPS_SKIPPED_STAT,
+    SITES_DONE_STAT,
+)
 from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
@@ -161,6 +170,8 @@ class SitemapsSpider(Spider):
         normalize_homepage: str | bool | None = None,
         follow: str | None = None,
         deny: str | None = None,
+        since: str | None = None,
+        since_undated: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -172,6 +183,7 @@ class SitemapsSpider(Spider):
             self.follow_pattern = parse_regex("follow", follow)
             self.deny_pattern = parse_regex("deny", deny)
             self.start_sitemap_urls = parse_sitemap_urls(sitemap_urls)
+            self.since: Since | None = parse_since_arguments(since, since_undated)
             if homepages_file and (homepage or self.start_sitemap_urls):
                 raise SpiderArgumentError("homepages_file maps the sites of its file: give no homepage or sitemap_urls")
             if not homepage and not self.start_sitemap_urls and not homepages_file:
@@ -485,12 +497,18 @@ class SitemapsSpider(Spider):
         batch: list[SitemapPage] = []
         announced = False
         redirected = visit.url != final_url
+        since = self.since
+        dropped = 0
         async for entries in reader.chunks():
             if not announced:
                 announced = True
                 discovery.report(visit, reader.kind, finished=False)
             for entry in entries:
                 if type(entry) is SitemapPage:
+                    if since is not None and not since.keeps_page(entry.last_modified):
+                        page_count += 1
+                        dropped += 1
+                        continue
                     if redirected:
                         entry.sitemap_url = visit.url
                     entry.website = website
@@ -507,9 +525,16 @@ class SitemapsSpider(Spider):
                     if not discovery.follows(entry.url, reader.kind):
                         self.crawler.stats.inc_value(NOT_FOLLOWED_STAT)
                         continue
+                    if since is not None and reader.kind == XML_INDEX and since.skips_sitemap(entry.last_modified):
+                        discovery.not_fetched(visit, entry.url, child_index, ErrorReason.OLDER_THAN_SINCE)
+                        self.crawler.stats.inc_value(SINCE_SITEMAPS_SKIPPED_STAT)
+                        child_index += 1
+                        continue
                     discovery.declare(visit, entry.url, child_index, lineage)
                     child_index += 1
         self.pages_read += page_count
+        if dropped:
+            self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, dropped)
         if batch:
             yield PageBatch(visit.url, visit.path, batch, website)
         if reader.kind == ROBOTS_TXT and not announced:
