@@ -26,7 +26,7 @@ from scrapy.exporters import (
     XmlItemExporter,
 )
 
-from sitemap_crawl.codec import NESTED_PAGE_FIELDS, PAGE_FIELDS, page_to_dict
+from sitemap_crawl.codec import CODECS, NESTED_PAGE_FIELDS, PAGE_FIELDS, page_to_dict
 from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage
 
 try:
@@ -51,10 +51,18 @@ class _PageRows:
     fields go out under which names. Listed before Scrapy's exporter in the bases."""
 
     fields_to_export: Any
+    _record_fields: tuple[str, ...] = PAGE_FIELDS
+    """The row's fields: a plain page's, or with ``change`` in a history run (set by the first page)."""
+    _to_dict: Callable[[SitemapPage], dict[str, Any]] = staticmethod(page_to_dict)
 
     def export_item(self, item: Any) -> None:
         pages = iter_pages(item)
         if pages is not None:
+            first = item.pages[0] if isinstance(item, PageBatch) and item.pages else item
+            if type(first) is not SitemapPage and getattr(self, "_columns", None) is None and type(first) in CODECS:
+                codec = CODECS[type(first)]
+                self._record_fields = codec.fields
+                self._to_dict = codec.to_dict
             self._export_pages(pages)
         elif not isinstance(item, NodeReport):
             super().export_item(item)  # type: ignore[misc]
@@ -66,17 +74,18 @@ class _PageRows:
         columns = getattr(self, "_columns", None)
         if columns is None:
             wanted = self.fields_to_export
+            fields = self._record_fields
             if not wanted:
-                columns = [(name, name) for name in PAGE_FIELDS]
+                columns = [(name, name) for name in fields]
             elif isinstance(wanted, Mapping):
-                columns = [(name, str(output)) for name, output in wanted.items() if name in PAGE_FIELDS]
+                columns = [(name, str(output)) for name, output in wanted.items() if name in fields]
             else:
-                columns = [(name, name) for name in wanted if name in PAGE_FIELDS]
+                columns = [(name, name) for name in wanted if name in fields]
             self._columns = columns
         return columns
 
     def _page_dict(self, page: SitemapPage) -> dict[str, Any]:
-        values = page_to_dict(page)
+        values = self._to_dict(page)
         if self._all_columns():
             return values
         return {output: values[name] for name, output in self._page_columns()}
@@ -84,7 +93,7 @@ class _PageRows:
     def _all_columns(self) -> bool:
         every = getattr(self, "_every_column", None)
         if every is None:
-            every = self._page_columns() == [(name, name) for name in PAGE_FIELDS]
+            every = self._page_columns() == [(name, name) for name in self._record_fields]
             self._every_column = every
         return every
 
@@ -145,7 +154,7 @@ class CsvPageExporter(_PageRows, CsvItemExporter):
             if self.include_headers_line:
                 self.csv_writer.writerow([output for _name, output in columns])
         names = [name for name, _output in columns]
-        self.csv_writer.writerows(_csv_row(page_to_dict(page), names) for page in pages)
+        self.csv_writer.writerows(_csv_row(self._to_dict(page), names) for page in pages)
 
 
 class PicklePageExporter(_PageRows, PickleItemExporter):

@@ -98,6 +98,18 @@ class SitemapPage:
 
 
 @dataclass(slots=True)
+class ChangedPage(SitemapPage):
+    """A page row of a history run (SITEMAP_CRAWL_HISTORY): a page and how it changed since the
+    last run, ``added``, ``modified`` or ``removed`` (a removed page holds what was last known
+    of it). Plain runs never carry the field."""
+
+    change: str = "added"
+
+    def to_dict(self) -> dict[str, Any]:
+        return CHANGED_PAGE_CODEC.to_dict(self)
+
+
+@dataclass(slots=True)
 class SitemapRef:
     """A sub-sitemap declared by an index or by robots.txt."""
 
@@ -149,6 +161,7 @@ SitemapNodeItem = NodeReport
 """The former name of :class:`NodeReport` (it is a signal payload, not an item)."""
 
 PAGE_CODEC: RecordCodec[SitemapPage] = RecordCodec(SitemapPage, context=("sitemap_url",))
+CHANGED_PAGE_CODEC: RecordCodec[ChangedPage] = RecordCodec(ChangedPage, context=("sitemap_url",))
 """Dict and tuple forms of a page; the tuple leaves the sitemap URL out (see :mod:`sitemap_crawl.codec`)."""
 NEWS_CODEC: RecordCodec[NewsStory] = RecordCodec(NewsStory)
 IMAGE_CODEC: RecordCodec[Image] = RecordCodec(Image)

@@ -29,6 +29,8 @@ SINCE_PAGES_DROPPED_STAT = "sitemap_crawl/since/pages_dropped"
 """Pages left out of the feed by ``-a since`` (older, or undated with ``since_undated=drop``)."""
 SINCE_SITEMAPS_SKIPPED_STAT = "sitemap_crawl/since/sitemaps_skipped"
 """Index children not fetched because their own lastmod is before ``-a since``."""
+HISTORY_STATS_PREFIX = "sitemap_crawl/history"
+"""Prefix of a history run's stats: ``sitemap_crawl/history/<what>``."""
 
 LOADER_PAGES_QUEUED_STAT = "sitemap_crawl/loader/pages_queued"
 LOADER_PAGES_HANDLED_STAT = "sitemap_crawl/loader/pages_handled"
