@@ -12,6 +12,7 @@ trusts, and each change is exported exactly once.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Iterator
@@ -56,6 +57,8 @@ class SitemapChanges:
     before: SitemapState | None
     after: SitemapState
     pages: dict[str, tuple[str, bytes, SitemapPage]] = field(default_factory=dict)
+    to_commit: list[tuple[str, str, bytes]] | None = None
+    """The pages the history will hold for it, once its rows are written (set by ``rows``)."""
 
     def add_page(self, page: SitemapPage) -> None:
         if page.url not in self.pages:
@@ -158,14 +161,15 @@ class HistoryTracker:
         if partial:
             after.etag = after.last_modified = after.body_hash = None
             pages += [(url, digest, record) for url, (digest, record) in stored.items() if url not in current]
-        self._pending = (after, pages)
+        changes.to_commit = pages
+        changes.pages.clear()  # the rows hold what is exported
         return rows
 
-    def commit_after(self, last_row: Any | None) -> None:
-        """Commit the sitemap whose rows :meth:`rows` just gave: once ``last_row`` has been
+    def commit_after(self, changes: SitemapChanges, last_row: Any | None) -> None:
+        """Commit the sitemap whose rows :meth:`rows` gave: once ``last_row`` has been
         written to the feeds, or now when there is none."""
-        after, pages = self._pending
-        del self._pending
+        after, pages = changes.after, changes.to_commit
+        changes.to_commit = None
         if last_row is None:
             self._submit(self.store.commit(after, pages))
         else:
@@ -176,6 +180,10 @@ class HistoryTracker:
         if pending is None or pending[0] is not item:
             return
         _row, state, pages = pending
+        # after every receiver of this signal (the feed exporters may come after this one)
+        asyncio.get_running_loop().call_soon(self._commit_written, state, pages)
+
+    def _commit_written(self, state: SitemapState, pages: list[tuple[str, str, bytes]] | None) -> None:
         self._flush_feeds()
         self._submit(self.store.commit(state, pages))
 

@@ -465,22 +465,21 @@ class SitemapsSpider(Spider):
         state is committed once the last one is written."""
         assert self.history is not None
         rows = await self.history.rows(changes, partial)
-        changes.pages.clear()
         last: Any = None
         if self.batch_size:
             for start in range(0, len(rows), self.batch_size):
                 last = PageBatch(visit.url, visit.path, list(rows[start : start + self.batch_size]), visit.site)
                 if start + self.batch_size >= len(rows):
-                    self.history.commit_after(last)
+                    self.history.commit_after(changes, last)
                 yield last
         else:
             for row in rows:
                 last = row
                 if row is rows[-1]:
-                    self.history.commit_after(last)
+                    self.history.commit_after(changes, last)
                 yield row
         if last is None:
-            self.history.commit_after(None)
+            self.history.commit_after(changes, None)
 
     def sitemap_failed(self, failure: Failure) -> None:
         """Errback: the sitemap could not be downloaded; record why."""
