@@ -155,6 +155,10 @@ class NodeReport:
     error: str | None = None
     page_count: int = 0
     finished: bool = True
+    change: str | None = None
+    """A history run only: ``unchanged`` or ``changed`` (None: not a history run, or not read)."""
+    changes: int | None = None
+    """A history run only: rows the sitemap exported (added + modified + removed pages)."""
 
 
 SitemapNodeItem = NodeReport

@@ -58,6 +58,10 @@ def _run(crawl: CrawlRunner, site: FixtureServer, history: Path, output_format: 
     ).assert_ok()
 
 
+def _nodes(result: Any) -> list[tuple[str, dict[str, Any]]]:
+    return [(node["url"], node) for _depth, node in result.walk() if node["kind"] != "website"]
+
+
 def _changes(rows: list[dict[str, Any]], base: str) -> list[tuple[str, str]]:
     return sorted((row["url"].removeprefix(base), row["change"]) for row in rows)
 
@@ -97,7 +101,15 @@ def test_an_unchanged_site_answers_304_and_exports_nothing(
         assert request.header("If-None-Match") == f'"{path[1]}1"', path
         assert request.header("If-Modified-Since") == DATE
     assert second.stats["sitemap_crawl/history/not_modified"] == 3
-    assert second.tree == first.tree, second.tree_text()  # the stored kinds and page counts
+    changes = {url: (node["kind"], node["page_count"], node["change"], node["changes"]) for url, node in _nodes(second)}
+    assert changes == {
+        site.url("/robots.txt"): ("robots_txt", 0, "unchanged", 0),  # no validators: the same body
+        site.url("/index.xml"): ("xml_index", 0, "unchanged", 0),
+        site.url("/a.xml"): ("xml_urlset", 3, "unchanged", 0),
+        site.url("/b.xml"): ("xml_urlset", 2, "unchanged", 0),
+    }, second.tree_text()
+    assert {url: node["change"] for url, node in _nodes(first)} == dict.fromkeys(changes, "changed")
+    assert "(3 pages, unchanged)" in second.log
 
 
 def test_the_same_body_without_validators_exports_nothing(
@@ -128,6 +140,7 @@ def test_a_changed_sitemap_exports_exactly_its_changes(
     result = _run(crawl, site, history, output_format)
 
     assert _changes(result.pages, site.base) == [("/a2", "modified"), ("/a3", "removed"), ("/a4", "added")]
+    assert [node["changes"] for url, node in _nodes(result) if url == site.url("/a.xml")] == [3]
     by_url = {row["url"]: row for row in result.pages}
     assert by_url[site.url("/a2")]["last_modified"] == "2024-05-07"
     assert str(by_url[site.url("/a3")]["priority"]) == "0.3"  # what was last known of it

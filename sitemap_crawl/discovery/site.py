@@ -271,12 +271,17 @@ class SiteDiscovery:
         self.report(child, NodeKind.INVALID, reason)
 
     def report(
-        self, visit: Visit, kind: str, error: str | None = None, page_count: int = 0, finished: bool = True
+        self,
+        visit: Visit,
+        kind: str,
+        error: str | None = None,
+        page_count: int = 0,
+        finished: bool = True,
+        change: str | None = None,
+        changes: int | None = None,
     ) -> None:
-        """Tell the tree about the node of ``visit``."""
-        self._report(
-            NodeReport(path=visit.path, url=visit.url, kind=kind, error=error, page_count=page_count, finished=finished)
-        )
+        """Tell the tree about the node of ``visit`` (``change``/``changes``: history runs)."""
+        self._report(NodeReport(visit.path, visit.url, kind, error, page_count, finished, change, changes))
 
     # -- inside ------------------------------------------------------------------------
 

@@ -34,6 +34,9 @@ from sitemap_crawl.names import HISTORY_STATS_PREFIX
 logger = logging.getLogger(__name__)
 
 NOT_MODIFIED = 304
+UNCHANGED = "unchanged"
+CHANGED = "changed"
+"""A history run's tree: what became of each sitemap read."""
 
 
 def body_hash(body: bytes) -> str:
@@ -57,6 +60,8 @@ class SitemapChanges:
     before: SitemapState | None
     after: SitemapState
     pages: dict[str, tuple[str, bytes, SitemapPage]] = field(default_factory=dict)
+    rows: int = 0
+    """The rows it exported (set by ``rows``)."""
     to_commit: list[tuple[str, str, bytes]] | None = None
     """The pages the history will hold for it, once its rows are written (set by ``rows``)."""
 
@@ -162,6 +167,7 @@ class HistoryTracker:
             after.etag = after.last_modified = after.body_hash = None
             pages += [(url, digest, record) for url, (digest, record) in stored.items() if url not in current]
         changes.to_commit = pages
+        changes.rows = len(rows)
         changes.pages.clear()  # the rows hold what is exported
         return rows
 

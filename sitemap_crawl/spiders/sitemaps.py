@@ -41,7 +41,7 @@ from sitemap_crawl.downloads import MANY_SITES_HANDLER
 from sitemap_crawl.failures import failure_reason
 from sitemap_crawl.gctuning import GcTuning
 from sitemap_crawl.history.store import HistoryError, HistoryStore
-from sitemap_crawl.history.tracker import NOT_MODIFIED, HistoryTracker, SitemapChanges
+from sitemap_crawl.history.tracker import CHANGED, NOT_MODIFIED, UNCHANGED, HistoryTracker, SitemapChanges
 from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage, SitemapRef
 from sitemap_crawl.kinds import ErrorReason, http_error
 from sitemap_crawl.memory import trim
@@ -531,7 +531,7 @@ class SitemapsSpider(Spider):
                 lineage = visit.ancestors | {visit.url, final_url}
                 for index, child in self.history.replay(state):
                     discovery.declare(visit, child, index, lineage)
-                discovery.report(visit, state.kind, None, state.page_count)
+                discovery.report(visit, state.kind, None, state.page_count, change=UNCHANGED, changes=0)
                 return
             if response.status == NOT_MODIFIED:  # never asked for: no stored body to reuse
                 self.history.forget(visit.url)
@@ -638,4 +638,7 @@ class SitemapsSpider(Spider):
         if reader.error:
             logger.warning("Sitemap %s: %s (%s)", visit.url, reader.error, reader.detail)
         error = reader.error or (ErrorReason.TRUNCATED if broken_off else None)
-        discovery.report(visit, reader.kind, error, page_count)
+        if changes is not None:
+            discovery.report(visit, reader.kind, error, page_count, change=CHANGED, changes=changes.rows)
+        else:
+            discovery.report(visit, reader.kind, error, page_count)
