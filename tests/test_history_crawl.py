@@ -212,3 +212,18 @@ def test_a_bad_history_file_stops_the_crawl_with_one_error_line(
     errors = result.log_lines("ERROR") + result.log_lines("CRITICAL")
     assert len(errors) == 1, result.log
     assert says in errors[0] and "SITEMAP_CRAWL_HISTORY" in errors[0]
+
+
+def test_since_filters_the_rows_of_a_history_run(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    arguments = {"homepage": site.base, "use_known_paths": False, "since": "2024-05-05", "since_undated": "drop"}
+    settings = {**FAST, "SITEMAP_CRAWL_HISTORY": str(history)}
+
+    first = crawl(arguments, settings=settings).assert_ok()
+    _change_a(site)
+    second = crawl(arguments, settings=settings).assert_ok()
+
+    assert first.pages == []  # every page is older than since or undated
+    assert _changes(second.pages, site.base) == [("/a2", "modified")]  # a3 removed, a4 added: undated
+    assert crawl(arguments, settings=settings).assert_ok().pages == []

@@ -465,6 +465,12 @@ class SitemapsSpider(Spider):
         state is committed once the last one is written."""
         assert self.history is not None
         rows = await self.history.rows(changes, partial)
+        since = self.since
+        if since is not None:  # recorded as seen all the same: since filters what is exported
+            kept = [row for row in rows if since.keeps_page(row.last_modified)]
+            if len(kept) < len(rows):
+                self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, len(rows) - len(kept))
+            rows = kept
         last: Any = None
         if self.batch_size:
             for start in range(0, len(rows), self.batch_size):
@@ -589,7 +595,7 @@ class SitemapsSpider(Spider):
                 discovery.report(visit, reader.kind, finished=False)
             for entry in entries:
                 if type(entry) is SitemapPage:
-                    if since is not None and not since.keeps_page(entry.last_modified):
+                    if since is not None and changes is None and not since.keeps_page(entry.last_modified):
                         page_count += 1
                         dropped += 1
                         continue
