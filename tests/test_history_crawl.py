@@ -227,3 +227,25 @@ def test_since_filters_the_rows_of_a_history_run(fixture_site: SiteFactory, craw
     assert first.pages == []  # every page is older than since or undated
     assert _changes(second.pages, site.base) == [("/a2", "modified")]  # a3 removed, a4 added: undated
     assert crawl(arguments, settings=settings).assert_ok().pages == []
+
+
+def test_a_sitemap_under_two_indexes_exports_nothing_when_unchanged(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/one.xml", "{base}/two.xml"),
+            "/one.xml": sitemapindex("{base}/shared.xml"),
+            "/two.xml": sitemapindex("{base}/shared.xml"),
+            "/shared.xml": Route(urlset("{base}/p1", "{base}/p2"), etag='"s1"'),
+        }
+    )
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+
+    second = _run(crawl, site, history)
+
+    assert second.pages == []
+    site["/shared.xml"] = Route(urlset("{base}/p1"), etag='"s2"')
+    third = _run(crawl, site, history)
+    assert {(row["url"], row["change"]) for row in third.pages} == {(site.url("/p2"), "removed")}

@@ -145,7 +145,7 @@ class HistoryTracker:
     async def rows(self, changes: SitemapChanges, partial: bool) -> list[ChangedPage]:
         """The rows of a changed sitemap: added, modified, then removed pages. With ``partial``
         (a body read only in part) no page is removed, and the next run reads it again."""
-        stored = await self.store.pages(changes.url) if changes.before is not None else {}
+        stored = await self.store.pages(changes.url)  # also without a state: the same URL may be in flight twice
         current = changes.pages
         diff = diff_pages(
             {url: digest for url, (digest, _record) in stored.items()},

@@ -437,6 +437,8 @@ class SitemapsSpider(Spider):
             self._body_bytes_since_trim = 0
             trim()
         self.sitemaps_done += 1
+        if self.history is not None:
+            self.history.forget(visit.url)  # what was read for its request, if still held
         self.gate.release(host_of(visit.url))
         discovery = self.sites.get(visit.site)
         if discovery is not None:
