@@ -62,13 +62,14 @@ def start_nginx(binary: str, root: Path, port: int, tmp: Path) -> subprocess.Pop
     return process
 
 
-def crawl(base: str, history: Path, out: Path) -> tuple[float, int, dict[str, int]]:
-    """One run: wall seconds, rows exported, rows by change."""
+def crawl(base: str, history: Path | None, out: Path) -> tuple[float, int, dict[str, int]]:
+    """One run (``history`` None: a plain run): wall seconds, rows exported, rows by change."""
     command = [
         sys.executable, "-m", "scrapy", "crawl", "sitemaps", "-a", f"homepage={base}",
-        "-O", str(out), "-s", f"SITEMAP_CRAWL_HISTORY={history}", "-s", "LOG_LEVEL=INFO",
-        "-s", "TELNETCONSOLE_ENABLED=False",
+        "-O", str(out), "-s", "LOG_LEVEL=INFO", "-s", "TELNETCONSOLE_ENABLED=False",
     ]  # fmt: skip
+    if history is not None:
+        command += ["-s", f"SITEMAP_CRAWL_HISTORY={history}"]
     started = time.monotonic()
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
@@ -80,7 +81,7 @@ def crawl(base: str, history: Path, out: Path) -> tuple[float, int, dict[str, in
         for line in feed:
             if line.strip():
                 rows += 1
-                change = json.loads(line)["change"]
+                change = json.loads(line).get("change", "-")
                 by_change[change] = by_change.get(change, 0) + 1
     return wall, rows, by_change
 
@@ -120,8 +121,11 @@ def main(argv: list[str] | None = None) -> int:
         nginx = start_nginx(args.nginx, args.site.resolve(), args.port, tmp)
         try:
             history = tmp / "history.sqlite"
+            plain = crawl(base, None, tmp / "plain.jsonl")
+            (tmp / "plain.jsonl").unlink()
             full = crawl(base, history, tmp / "full.jsonl")
             size = sum(p.stat().st_size for p in tmp.glob("history.sqlite*"))
+            (tmp / "full.jsonl").unlink()
             same = crawl(base, history, tmp / "same.jsonl")
             changed_path, expected = change_one_urlset(args.site, 500, 1000, 500)
             changed = crawl(base, history, tmp / "changed.jsonl")
@@ -132,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| run | wall (s) | % of full | rows | rows by change |")
     print("|---|---:|---:|---:|---|")
     for name, (wall, rows, by_change) in (
+        ("0. plain run, no history (reference)", plain),
         ("1. full, empty history", full),
         ("2. nothing changed", same),
         ("3. one urlset changed", changed),

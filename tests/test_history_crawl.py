@@ -181,7 +181,10 @@ def test_the_history_holds_one_row_per_page(fixture_site: SiteFactory, crawl: Cr
     _run(crawl, site, history)
 
     with sqlite3.connect(history) as db:
-        pages = db.execute("SELECT url, record FROM pages WHERE sitemap_url = ?", (site.url("/a.xml"),)).fetchall()
+        pages = db.execute(
+            "SELECT pages.url, record FROM pages JOIN sitemaps ON sitemaps.id = sitemap_id WHERE sitemaps.url = ?",
+            (site.url("/a.xml"),),
+        ).fetchall()
         children = db.execute("SELECT children FROM sitemaps WHERE url = ?", (site.url("/index.xml"),)).fetchone()
     assert sorted(url for url, _ in pages) == [site.url(f"/a{i}") for i in (1, 2, 3)]
     assert json.loads(children[0]) == [site.url("/a.xml"), site.url("/b.xml")]

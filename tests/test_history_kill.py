@@ -20,7 +20,9 @@ def _stored_page(history: Path, sitemap_url: str, page_url: str) -> bool:
     try:
         with sqlite3.connect(f"file:{history}?mode=ro", uri=True) as db:
             row = db.execute(
-                "SELECT 1 FROM pages WHERE sitemap_url = ? AND url = ?", (sitemap_url, page_url)
+                "SELECT 1 FROM pages JOIN sitemaps ON sitemaps.id = sitemap_id "
+                "WHERE sitemaps.url = ? AND pages.url = ?",
+                (sitemap_url, page_url),
             ).fetchone()
     except sqlite3.Error:
         return False

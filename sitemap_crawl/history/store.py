@@ -26,10 +26,10 @@ VERSION = "1"
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS sitemaps (url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, "
-    "body_hash TEXT, kind TEXT NOT NULL, page_count INTEGER NOT NULL, children TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS pages (sitemap_url TEXT NOT NULL, url TEXT NOT NULL, hash TEXT NOT NULL, "
-    "record BLOB NOT NULL, PRIMARY KEY (sitemap_url, url)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS sitemaps (id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE, etag TEXT, "
+    "last_modified TEXT, body_hash TEXT, kind TEXT NOT NULL, page_count INTEGER NOT NULL, children TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS pages (sitemap_id INTEGER NOT NULL, url TEXT NOT NULL, hash TEXT NOT NULL, "
+    "record BLOB NOT NULL, PRIMARY KEY (sitemap_id, url)) WITHOUT ROWID",
 )
 
 
@@ -131,7 +131,11 @@ class HistoryStore:
 
     def _pages(self, url: str) -> StoredPages:
         assert self._db is not None
-        rows = self._db.execute("SELECT url, hash, record FROM pages WHERE sitemap_url = ?", (url,))
+        rows = self._db.execute(
+            "SELECT pages.url, hash, record FROM pages JOIN sitemaps ON sitemaps.id = sitemap_id "
+            "WHERE sitemaps.url = ?",
+            (url,),
+        )
         return {page: (digest, bytes(record)) for page, digest, record in rows}
 
     def _commit(self, state: SitemapState, pages: list[tuple[str, str, bytes]] | None) -> None:
@@ -139,8 +143,11 @@ class HistoryStore:
         assert db is not None
         db.execute("BEGIN")
         try:
-            db.execute(
-                "INSERT OR REPLACE INTO sitemaps VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (sitemap_id,) = db.execute(
+                "INSERT INTO sitemaps (url, etag, last_modified, body_hash, kind, page_count, children) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, "
+                "last_modified = excluded.last_modified, body_hash = excluded.body_hash, kind = excluded.kind, "
+                "page_count = excluded.page_count, children = excluded.children RETURNING id",
                 (
                     state.url,
                     state.etag,
@@ -150,10 +157,12 @@ class HistoryStore:
                     state.page_count,
                     json.dumps(state.children),
                 ),
-            )
+            ).fetchone()
             if pages is not None:
-                db.execute("DELETE FROM pages WHERE sitemap_url = ?", (state.url,))
-                db.executemany("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)", [(state.url, *row) for row in pages])
+                db.execute("DELETE FROM pages WHERE sitemap_id = ?", (sitemap_id,))
+                db.executemany(
+                    "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)", [(sitemap_id, *row) for row in pages]
+                )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -161,5 +170,6 @@ class HistoryStore:
 
     def _close(self) -> None:
         if self._db is not None:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # one file at rest, no large -wal beside it
             self._db.close()
             self._db = None
