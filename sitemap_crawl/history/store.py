@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import zlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -51,7 +52,8 @@ class SitemapState:
 
 
 StoredPages = dict[str, tuple[str, bytes]]
-"""Page URL -> (record hash, record JSON) of one sitemap."""
+"""Page URL -> (record hash, record JSON) of one sitemap (the file holds the JSON
+compressed: compressed and decompressed on the store's thread, off the reactor's)."""
 
 
 class HistoryStore:
@@ -136,7 +138,7 @@ class HistoryStore:
             "WHERE sitemaps.url = ?",
             (url,),
         )
-        return {page: (digest, bytes(record)) for page, digest, record in rows}
+        return {page: (digest, zlib.decompress(record)) for page, digest, record in rows}
 
     def _commit(self, state: SitemapState, pages: list[tuple[str, str, bytes]] | None) -> None:
         db = self._db
@@ -161,7 +163,8 @@ class HistoryStore:
             if pages is not None:
                 db.execute("DELETE FROM pages WHERE sitemap_id = ?", (sitemap_id,))
                 db.executemany(
-                    "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)", [(sitemap_id, *row) for row in pages]
+                    "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)",
+                    [(sitemap_id, url, digest, zlib.compress(record, 1)) for url, digest, record in pages],
                 )
             db.execute("COMMIT")
         except BaseException:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import zlib
 from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -69,7 +68,7 @@ class SitemapChanges:
     def add_page(self, page: SitemapPage) -> None:
         if page.url not in self.pages:
             record = orjson.dumps(page)
-            self.pages[page.url] = (_record_hash(record), zlib.compress(record, 1), page)
+            self.pages[page.url] = (_record_hash(record), record, page)
 
     def add_child(self, url: str) -> None:
         self.after.children.append(url)
@@ -156,7 +155,7 @@ class HistoryTracker:
         rows = [_changed(current[url][2], ADDED) for url in diff.added]
         rows += [_changed(current[url][2], MODIFIED) for url in diff.modified]
         for url in diff.removed:
-            page = page_from_dict(orjson.loads(zlib.decompress(stored[url][1])))
+            page = page_from_dict(orjson.loads(stored[url][1]))
             rows.append(_changed(page, REMOVED))
         self._inc(ADDED, len(diff.added))
         self._inc(MODIFIED, len(diff.modified))
