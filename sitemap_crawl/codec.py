@@ -12,7 +12,6 @@ from typing import Any
 
 from sitemap_crawl.items import (
     ALTERNATE_CODEC,
-    CHANGED_PAGE_CODEC,
     IMAGE_CODEC,
     NESTED_PAGE_FIELDS,
     NEWS_CODEC,
@@ -38,8 +37,7 @@ __all__ = [
 ]
 
 CODECS: dict[type, RecordCodec[Any]] = {
-    codec.cls: codec
-    for codec in (PAGE_CODEC, CHANGED_PAGE_CODEC, NEWS_CODEC, IMAGE_CODEC, VIDEO_CODEC, ALTERNATE_CODEC, REF_CODEC)
+    codec.cls: codec for codec in (PAGE_CODEC, NEWS_CODEC, IMAGE_CODEC, VIDEO_CODEC, ALTERNATE_CODEC, REF_CODEC)
 }
 """The codec of every record class (pages, their nested records, sub-sitemap references)."""
 

@@ -83,3 +83,11 @@ SETTING_PREFIX = "SITEMAP_CRAWL_"
 """What every setting name of sitemap_crawl starts with."""
 LOADER_PREFIX = "LOADER_"
 """What the loader's setting names start with after SETTING_PREFIX (the add-on leaves them alone)."""
+
+SITEMAP_CRAWL_QUEUE_KEY = "sitemap_crawl"
+"""Queue runs (``-a queue=``): prefix of the queue's keys on the server (``<key>:sites`` ...)."""
+SITEMAP_CRAWL_QUEUE_CLAIM_AFTER = 60.0
+"""Queue runs: seconds after which a site held by a silent worker is taken over by another
+(a live worker renews its hold every quarter of this)."""
+SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS = 3
+"""Queue runs: workers that may take a site; one taken more often goes to the dead-letter stream."""

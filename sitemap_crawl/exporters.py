@@ -9,8 +9,10 @@ texts, empty cells when empty; the other formats keep the nesting.
 
 from __future__ import annotations
 
+import itertools
 import json
 import marshal
+import operator
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -26,8 +28,8 @@ from scrapy.exporters import (
     XmlItemExporter,
 )
 
-from sitemap_crawl.codec import CODECS, NESTED_PAGE_FIELDS, PAGE_FIELDS, page_to_dict
-from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage
+from sitemap_crawl.codec import NESTED_PAGE_FIELDS, page_to_dict
+from sitemap_crawl.items import CONDITIONAL_PAGE_FIELDS, PAGE_CODEC, NodeReport, PageBatch, SitemapPage
 
 try:
     import orjson
@@ -35,6 +37,8 @@ except ImportError:  # pragma: no cover - a dependency; the standard encoder is 
     orjson = None  # type: ignore[assignment]
 
 _NO_ATTRIBUTES = AttributesImpl({})
+PAGE_FIELDS = PAGE_CODEC.fields
+"""Every page field, the conditional ones last (left out of a row while None)."""
 
 
 def iter_pages(item: Any) -> Iterator[SitemapPage] | None:
@@ -51,18 +55,10 @@ class _PageRows:
     fields go out under which names. Listed before Scrapy's exporter in the bases."""
 
     fields_to_export: Any
-    _record_fields: tuple[str, ...] = PAGE_FIELDS
-    """The row's fields: a plain page's, or with ``change`` in a history run (set by the first page)."""
-    _to_dict: Callable[[SitemapPage], dict[str, Any]] = staticmethod(page_to_dict)
 
     def export_item(self, item: Any) -> None:
         pages = iter_pages(item)
         if pages is not None:
-            first = item.pages[0] if isinstance(item, PageBatch) and item.pages else item
-            if type(first) is not SitemapPage and getattr(self, "_columns", None) is None and type(first) in CODECS:
-                codec = CODECS[type(first)]
-                self._record_fields = codec.fields
-                self._to_dict = codec.to_dict
             self._export_pages(pages)
         elif not isinstance(item, NodeReport):
             super().export_item(item)  # type: ignore[misc]
@@ -74,26 +70,25 @@ class _PageRows:
         columns = getattr(self, "_columns", None)
         if columns is None:
             wanted = self.fields_to_export
-            fields = self._record_fields
             if not wanted:
-                columns = [(name, name) for name in fields]
+                columns = [(name, name) for name in PAGE_FIELDS]
             elif isinstance(wanted, Mapping):
-                columns = [(name, str(output)) for name, output in wanted.items() if name in fields]
+                columns = [(name, str(output)) for name, output in wanted.items() if name in PAGE_FIELDS]
             else:
-                columns = [(name, name) for name in wanted if name in fields]
+                columns = [(name, name) for name in wanted if name in PAGE_FIELDS]
             self._columns = columns
         return columns
 
     def _page_dict(self, page: SitemapPage) -> dict[str, Any]:
-        values = self._to_dict(page)
+        values = page_to_dict(page)
         if self._all_columns():
             return values
-        return {output: values[name] for name, output in self._page_columns()}
+        return {output: values.get(name) for name, output in self._page_columns()}
 
     def _all_columns(self) -> bool:
         every = getattr(self, "_every_column", None)
         if every is None:
-            every = self._page_columns() == [(name, name) for name in self._record_fields]
+            every = self._page_columns() == [(name, name) for name in PAGE_FIELDS]
             self._every_column = every
         return every
 
@@ -150,11 +145,22 @@ class CsvPageExporter(_PageRows, CsvItemExporter):
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         columns = self._page_columns()
         if self._headers_not_written:
+            first = next(pages, None)
+            if first is None:
+                return
+            pages = itertools.chain((first,), pages)
+            if not self.fields_to_export:  # a conditional column is there when the first page has it
+                columns = [
+                    (name, output)
+                    for name, output in columns
+                    if name not in CONDITIONAL_FIELDS or getattr(first, name) is not None
+                ]
+                self._columns = columns
             self._headers_not_written = False
             if self.include_headers_line:
                 self.csv_writer.writerow([output for _name, output in columns])
         names = [name for name, _output in columns]
-        self.csv_writer.writerows(_csv_row(self._to_dict(page), names) for page in pages)
+        self.csv_writer.writerows(_csv_row(page_to_dict(page), names) for page in pages)
 
 
 class PicklePageExporter(_PageRows, PickleItemExporter):
@@ -194,15 +200,38 @@ def _fast_dumps(exporter: _PageRows) -> Callable[[SitemapPage], bytes] | None:
         kwargs.get("ensure_ascii") is False and not kwargs.get("indent") and set(kwargs) <= {"ensure_ascii", "indent"}
     )
     if orjson is not None and utf8 and plain and exporter._all_columns():
-        dumps = orjson.dumps
+        dumps = _without_null_conditionals(orjson.dumps) if CONDITIONAL_FIELDS else orjson.dumps
     exporter._orjson_dumps = dumps  # type: ignore[attr-defined]
     return dumps
+
+
+CONDITIONAL_FIELDS = CONDITIONAL_PAGE_FIELDS
+"""Page fields written only when set (see :mod:`sitemap_crawl.records`)."""
+
+
+def _without_null_conditionals(dumps: Callable[[Any], bytes]) -> Callable[[SitemapPage], bytes]:
+    """orjson's bytes of a page without the conditional fields that are None: a dataclass is
+    written whole, so their ``,"name":null`` tail is cut (all None, the usual case), or the
+    page goes through its dict form (some set, some not)."""
+    values = operator.attrgetter(*CONDITIONAL_FIELDS)
+    single = len(CONDITIONAL_FIELDS) == 1
+    null_tail = len("".join(f',"{name}":null' for name in CONDITIONAL_FIELDS)) + 1
+
+    def page_dumps(page: SitemapPage) -> bytes:
+        found = (values(page),) if single else values(page)
+        if all(value is None for value in found):
+            return dumps(page)[:-null_tail] + b"}"
+        if None not in found:
+            return dumps(page)
+        return dumps(page_to_dict(page))
+
+    return page_dumps
 
 
 def _csv_row(values: dict[str, Any], names: Iterable[str]) -> list[Any]:
     row: list[Any] = []
     for name in names:
-        value = values[name]
+        value = values.get(name)
         if name in NESTED_PAGE_FIELDS:
             row.append(json.dumps(value, ensure_ascii=False) if value else "")
         else:

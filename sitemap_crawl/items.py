@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sitemap_crawl.records import MISSING_KEY, RecordCodec
+from sitemap_crawl.records import CONDITIONAL_KEY, MISSING_KEY, RecordCodec
 
 
 @dataclass(slots=True)
@@ -91,22 +91,16 @@ class SitemapPage:
     alternates: list[Alternate] = field(default_factory=list)
     website: str | None = None
     """The root URL of the site being mapped (the tree's website node); set by the spider."""
+    attempt: str | None = field(default=None, metadata={CONDITIONAL_KEY: True})
+    """Queue runs only (``-a queue=``): the attempt at the site that wrote this row, named by
+    the site's tree line when it completed (see docs/many-machines.md); left out otherwise."""
+    change: str | None = field(default=None, metadata={CONDITIONAL_KEY: True})
+    """History runs only (SITEMAP_CRAWL_HISTORY): ``added``, ``modified`` or ``removed`` (a
+    removed page's row holds what was last known of it); left out otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict in field order (what JSON feeds write)."""
         return PAGE_CODEC.to_dict(self)
-
-
-@dataclass(slots=True)
-class ChangedPage(SitemapPage):
-    """A page row of a history run (SITEMAP_CRAWL_HISTORY): a page and how it changed since the
-    last run, ``added``, ``modified`` or ``removed`` (a removed page holds what was last known
-    of it). Plain runs never carry the field."""
-
-    change: str = "added"
-
-    def to_dict(self) -> dict[str, Any]:
-        return CHANGED_PAGE_CODEC.to_dict(self)
 
 
 @dataclass(slots=True)
@@ -165,7 +159,6 @@ SitemapNodeItem = NodeReport
 """The former name of :class:`NodeReport` (it is a signal payload, not an item)."""
 
 PAGE_CODEC: RecordCodec[SitemapPage] = RecordCodec(SitemapPage, context=("sitemap_url",))
-CHANGED_PAGE_CODEC: RecordCodec[ChangedPage] = RecordCodec(ChangedPage, context=("sitemap_url",))
 """Dict and tuple forms of a page; the tuple leaves the sitemap URL out (see :mod:`sitemap_crawl.codec`)."""
 NEWS_CODEC: RecordCodec[NewsStory] = RecordCodec(NewsStory)
 IMAGE_CODEC: RecordCodec[Image] = RecordCodec(Image)
@@ -173,7 +166,9 @@ VIDEO_CODEC: RecordCodec[Video] = RecordCodec(Video)
 ALTERNATE_CODEC: RecordCodec[Alternate] = RecordCodec(Alternate)
 REF_CODEC: RecordCodec[SitemapRef] = RecordCodec(SitemapRef)
 
-PAGE_FIELDS: tuple[str, ...] = PAGE_CODEC.fields
-"""Field names of a page item, in the order the feeds write them."""
+CONDITIONAL_PAGE_FIELDS: tuple[str, ...] = PAGE_CODEC.conditional_fields
+"""Page fields that only some runs fill, written after the others and only when set (``attempt``)."""
+PAGE_FIELDS: tuple[str, ...] = tuple(name for name in PAGE_CODEC.fields if name not in CONDITIONAL_PAGE_FIELDS)
+"""Field names of every page row, in the order the feeds write them (then the conditional fields)."""
 NESTED_PAGE_FIELDS: frozenset[str] = PAGE_CODEC.nested_fields
 """Page fields holding nested records (news, images, videos, alternates)."""

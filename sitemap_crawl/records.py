@@ -19,6 +19,11 @@ Field shapes (from the type hints):
 without default is required, unless its metadata gives ``MISSING_KEY``, the
 value a missing or empty entry takes. A flat record (no nested record) is made
 with ``cls(**data)``.
+
+A field whose metadata sets ``CONDITIONAL_KEY`` is *conditional*: left out of the
+dict form while it is None (a field that only some runs fill, such as the queue's
+``attempt``). Conditional fields come last in the dataclass, so the dict form keeps
+the field order either way.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ R = TypeVar("R")
 MISSING_KEY = "sitemap_crawl.missing"
 """Field metadata key: the value ``from_dict`` gives a required field missing from the dict."""
 
+CONDITIONAL_KEY = "sitemap_crawl.conditional"
+"""Field metadata key: when true, the field is left out of the dict form while it is None."""
+
 _SCALAR, _LIST, _RECORD, _RECORD_LIST = "scalar", "list", "record", "record list"
 
 
@@ -46,6 +54,7 @@ class _Field:
     default: Any  # dataclasses.MISSING when required
     factory: Any  # dataclasses.MISSING when none
     missing: Any  # MISSING_KEY metadata, dataclasses.MISSING when none
+    conditional: bool  # CONDITIONAL_KEY metadata: left out of the dict form while None
 
 
 def _record_class(hint: Any) -> type | None:
@@ -80,8 +89,12 @@ def _describe(cls: type) -> list[_Field]:
                 spec.default,
                 spec.default_factory,
                 spec.metadata.get(MISSING_KEY, dataclasses.MISSING),
+                bool(spec.metadata.get(CONDITIONAL_KEY)),
             )
         )
+    conditional = [field.conditional for field in described]
+    if True in conditional and False in conditional[conditional.index(True) :]:
+        raise TypeError(f"{cls.__name__}: conditional fields must come after all the others")
     return described
 
 
@@ -114,7 +127,7 @@ def _out_expr(cls: type, obj: str, depth: int, as_dict: bool, context: tuple[str
     left out) of the record held by ``obj``."""
     items = []
     for field in _describe(cls):
-        if field.name in context:
+        if field.name in context or (as_dict and field.conditional):
             continue
         value = f"{obj}.{field.name}"
         if field.record is not None:
@@ -205,6 +218,8 @@ class RecordCodec(Generic[R]):
             field.name for field in described if field.shape in (_RECORD, _RECORD_LIST)
         )
         """Fields holding a record or a list of records."""
+        self.conditional_fields: tuple[str, ...] = tuple(field.name for field in described if field.conditional)
+        """Fields left out of the dict form while they are None (they come last)."""
         self.context = context
         self.tuple_fields: tuple[str, ...] = tuple(name for name in self.fields if name not in context)
         """Field names of the tuple form, in order."""
@@ -212,8 +227,12 @@ class RecordCodec(Generic[R]):
         if unknown:
             raise TypeError(f"{cls.__name__} has no field {sorted(unknown)}")
         source = _Source()
+        conditional = "".join(
+            f"    if _o.{name} is not None:\n        _r[{name!r}] = _o.{name}\n" for name in self.conditional_fields
+        )
         self.to_dict: Callable[[R], dict[str, Any]] = source.compile(
-            "to_dict", f"def to_dict(_o):\n    return {_out_expr(cls, '_o', 1, as_dict=True)}\n"
+            "to_dict",
+            f"def to_dict(_o):\n    _r = {_out_expr(cls, '_o', 1, as_dict=True)}\n{conditional}    return _r\n",
         )
         """The record as a plain dict in field order (nested dicts, lists copied)."""
         self.from_dict: Callable[[dict[str, Any]], R] = source.compile(

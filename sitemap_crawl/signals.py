@@ -9,6 +9,8 @@ kept the response alive).
 
 ``site_finished``: sent when a site has nothing left to fetch, with ``site`` and
 ``unreachable`` (why the site could not be reached, or None): its tree is complete.
+In a queue run it is sent once the site's pages are in the feed, with ``attempt``
+(the name of this attempt at the site, which its tree line records).
 """
 
 sitemap_node = object()

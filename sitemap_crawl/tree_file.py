@@ -28,9 +28,12 @@ def is_lines_file(path: str | Path) -> bool:
 class TreeFile:
     """Writes finished trees to one file (see the module docstring)."""
 
-    def __init__(self, path: str | Path, many_sites: bool) -> None:
+    def __init__(self, path: str | Path, many_sites: bool, append: bool = False) -> None:
         self.path = Path(path)
         self.many_sites = many_sites
+        self.append = append
+        """A lines file is appended to rather than started anew (queue runs: a restarted worker
+        keeps the lines of the sites it acknowledged before)."""
         self.lines = is_lines_file(self.path)
         self.written = 0
         self._stream: IO[str] | None = None
@@ -64,10 +67,20 @@ class TreeFile:
             json.dump(self._single, stream, ensure_ascii=False, indent=1)
             self._finish(stream)
 
+    @property
+    def stream(self) -> IO[str] | None:
+        """The open file of a lines file (None before the first line); a queue run syncs it."""
+        return self._stream if self.lines else None
+
     def _open(self) -> IO[str]:
         if self._stream is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            if self.lines:
+            if self.lines and self.append:
+                cut_short = ends_mid_line(self.path)
+                self._stream = self.path.open("a", encoding="utf-8")
+                if cut_short:  # a line cut short by a crash is ended, not continued
+                    self._stream.write("\n")
+            elif self.lines:
                 self._stream = self.path.open("w", encoding="utf-8")  # a new run starts the file anew
             else:
                 handle, name = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
@@ -81,3 +94,16 @@ class TreeFile:
         stream.close()
         assert self._temporary is not None
         os.replace(self._temporary, self.path)
+
+
+def ends_mid_line(path: Path) -> bool:
+    """Whether a file exists, is not empty and does not end with a newline."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if not handle.tell():
+                return False
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except FileNotFoundError:
+        return False

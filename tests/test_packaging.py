@@ -28,7 +28,15 @@ from tests.support.feeds import read_feed
 from tests.support.fixture_server import SiteFactory
 
 PACKAGE = "sitemap_crawl"
-ENTRY_POINT = "[scrapy]\nsettings = sitemap_crawl.settings"
+COMMANDS = {
+    "sitemaps-collect": "sitemap_crawl.queue.commands.collect:Command",
+    "sitemaps-enqueue": "sitemap_crawl.queue.commands.enqueue:Command",
+    "sitemaps-status": "sitemap_crawl.queue.commands.status:Command",
+}
+"""The Scrapy commands the package brings (the queue's: docs/many-machines.md)."""
+ENTRY_POINT = "[scrapy]\nsettings = sitemap_crawl.settings\n\n[scrapy.commands]\n" + "\n".join(
+    f"{name} = {target}" for name, target in COMMANDS.items()
+)
 
 _NOT_COPIED = {
     ".git",
@@ -259,7 +267,7 @@ def test_project_files_agree() -> None:
     assert config["settings"]["default"] == "sitemap_crawl.settings"
     assert config["deploy"]["project"] == "sitemap_crawl"
     entry_points = pyproject()["project"]["entry-points"]  # type: ignore[index]
-    assert entry_points == {"scrapy": {"settings": "sitemap_crawl.settings"}}
+    assert entry_points == {"scrapy": {"settings": "sitemap_crawl.settings"}, "scrapy.commands": COMMANDS}
     find = pyproject()["tool"]["setuptools"]["packages"]["find"]  # type: ignore[index]
     assert find["include"] == ["sitemap_crawl*"]
     assert pyproject()["project"]["license"] == "BSD-3-Clause"  # type: ignore[index]  # SPDX (PEP 639)

@@ -46,3 +46,20 @@ def test_single_site_json_is_the_tree_object_and_an_empty_run_an_empty_array(tmp
     empty = TreeFile(tmp_path / "none.json", many_sites=True)
     empty.close()
     assert json.loads((tmp_path / "none.json").read_text("utf-8")) == []
+
+
+def test_an_appending_lines_file_keeps_earlier_lines_and_ends_a_cut_one(tmp_path: Path) -> None:
+    path = tmp_path / "trees.jsonl"
+    path.write_text(
+        '{"url": "http://a.test/"}\n{"url": "http://b.test/", "sub_sitemaps": [{"url": "http://b.té', "utf-8"
+    )
+    trees = TreeFile(path, many_sites=True, append=True)
+    trees.add({"url": "http://c.test/"})
+    trees.close()
+    lines = path.read_text("utf-8").splitlines()
+    assert lines[0] == '{"url": "http://a.test/"}' and lines[1].endswith("b.té")  # kept as they were
+    assert json.loads(lines[2]) == {"url": "http://c.test/"}
+    fresh = TreeFile(tmp_path / "new.jsonl", many_sites=True, append=True)
+    fresh.add({"url": "http://d.test/"})
+    fresh.close()
+    assert (tmp_path / "new.jsonl").read_text("utf-8") == '{"url": "http://d.test/"}\n'

@@ -95,6 +95,7 @@ class SitemapTreeExtension:
         self.many_sites = getattr(spider, "homepages", None) is not None
         if self.tree_file is not None:
             self.tree_file.many_sites = self.many_sites  # a many-site .json file: one array of trees
+            self.tree_file.append = getattr(spider, "queue", None) is not None  # a worker keeps its past lines
 
     def count_pages(self, item: Any) -> None:
         """Count the pages of an item that left the item pipelines (dropped ones too)."""
@@ -129,14 +130,15 @@ class SitemapTreeExtension:
             node.path, node.url, node.kind, node.error, node.page_count, node.finished, node.change, node.changes
         )
 
-    def finish_site(self, site: str, unreachable: str | None = None) -> None:
+    def finish_site(self, site: str, unreachable: str | None = None, attempt: str | None = None) -> None:
         """A site has nothing left to fetch (the ``site_finished`` signal): count it and write
-        its tree (a line of a .jsonl tree file is appended at once)."""
+        its tree (a line of a .jsonl tree file is appended at once; a queue run's line names
+        the ``attempt`` that completed it)."""
         tree = self.trees.pop(site, None)
         if tree is not None:
-            self._close_tree(tree, unreachable)
+            self._close_tree(tree, unreachable, attempt)
 
-    def _close_tree(self, tree: SitemapTree, unreachable: str | None) -> None:
+    def _close_tree(self, tree: SitemapTree, unreachable: str | None, attempt: str | None = None) -> None:
         tree.close()
         counts = tree.counts()
         self.kinds.update(counts["by_kind"])
@@ -144,7 +146,10 @@ class SitemapTreeExtension:
         self.sites_finished += 1
         self.outcomes[_outcome(counts, unreachable)] += 1
         if self.tree_file is not None:
-            self.tree_file.add(tree.to_dict())
+            data = tree.to_dict()
+            if attempt is not None:
+                data["attempt"] = attempt
+            self.tree_file.add(data)
         self._last_tree = tree
 
     def close_spider(self) -> None:

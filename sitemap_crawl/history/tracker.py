@@ -4,7 +4,7 @@ Per sitemap: the stored validators go on the request (``If-None-Match`` /
 ``If-Modified-Since``); a 304, or a body with the stored hash, means unchanged (no parse,
 no export; an index's children are declared again from the stored list, each checked
 with its own validators); a changed sitemap's pages are diffed against the stored ones
-and only the differences leave, as :class:`ChangedPage` rows. The sitemap's new state is
+and only the differences leave, as :class:`SitemapPage` rows. The sitemap's new state is
 committed only once its last row has been written to the feeds (``item_scraped`` of that
 row, the feed files flushed), so a run killed halfway leaves a history the next run
 trusts, and each change is exported exactly once.
@@ -13,6 +13,7 @@ trusts, and each change is exported exactly once.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 from collections.abc import Iterator
@@ -25,10 +26,10 @@ from scrapy.crawler import Crawler
 from scrapy.extensions.feedexport import FeedExporter
 from scrapy.http import Response
 
-from sitemap_crawl.codec import PAGE_FIELDS, page_from_dict
+from sitemap_crawl.codec import page_from_dict
 from sitemap_crawl.history.diff import ADDED, MODIFIED, REMOVED, diff_pages
 from sitemap_crawl.history.store import HistoryStore, SitemapState
-from sitemap_crawl.items import ChangedPage, SitemapPage
+from sitemap_crawl.items import SitemapPage
 from sitemap_crawl.names import HISTORY_STATS_PREFIX
 
 logger = logging.getLogger(__name__)
@@ -48,8 +49,8 @@ def _record_hash(record: bytes) -> str:
     return hashlib.blake2b(record, digest_size=8).hexdigest()
 
 
-def _changed(page: SitemapPage, change: str) -> ChangedPage:
-    return ChangedPage(**{name: getattr(page, name) for name in PAGE_FIELDS}, change=change)
+def _changed(page: SitemapPage, change: str) -> SitemapPage:
+    return dataclasses.replace(page, change=change)
 
 
 @dataclass(slots=True)
@@ -62,6 +63,10 @@ class SitemapChanges:
     pages: dict[str, tuple[str, bytes, SitemapPage]] = field(default_factory=dict)
     rows: int = 0
     """The rows it exported (set by ``rows``)."""
+    unwritten: int = 0
+    """Its rows given to Scrapy and not yet written to the feeds."""
+    all_given: bool = False
+    """Whether every row has been given to Scrapy."""
     to_commit: list[tuple[str, str, bytes]] | None = None
     """The pages the history will hold for it, once its rows are written (set by ``rows``)."""
 
@@ -82,8 +87,8 @@ class HistoryTracker:
         self.store = store
         self._states: dict[str, SitemapState | None] = {}
         """The stored state of each sitemap in flight (read before its request was sent)."""
-        self._commits: dict[int, tuple[Any, SitemapState, list[tuple[str, str, bytes]] | None]] = {}
-        """id(last row of a sitemap) -> (that row, the state to commit, its pages)."""
+        self._commits: dict[int, tuple[Any, SitemapChanges]] = {}
+        """id(item given to Scrapy) -> (that item, the changed sitemap whose rows it holds)."""
 
     def connect(self) -> None:
         """Listen for rows written to the feeds (after the feed exporters: connected later)."""
@@ -142,7 +147,7 @@ class HistoryTracker:
         self._inc("changed")
         return SitemapChanges(url, before, after)
 
-    async def rows(self, changes: SitemapChanges, partial: bool) -> list[ChangedPage]:
+    async def rows(self, changes: SitemapChanges, partial: bool) -> list[SitemapPage]:
         """The rows of a changed sitemap: added, modified, then removed pages. With ``partial``
         (a body read only in part) no page is removed, and the next run reads it again."""
         stored = await self.store.pages(changes.url)  # also without a state: the same URL may be in flight twice
@@ -171,27 +176,32 @@ class HistoryTracker:
         changes.pages.clear()  # the rows hold what is exported
         return rows
 
-    def commit_after(self, changes: SitemapChanges, last_row: Any | None) -> None:
-        """Commit the sitemap whose rows :meth:`rows` gave: once ``last_row`` has been
-        written to the feeds, or now when there is none."""
-        after, pages = changes.after, changes.to_commit
-        changes.to_commit = None
-        if last_row is None:
-            self._submit(self.store.commit(after, pages))
-        else:
-            self._commits[id(last_row)] = (last_row, after, pages)
+    def track(self, changes: SitemapChanges, item: Any) -> None:
+        """``item`` (a row or a batch of rows of ``changes``) is about to be given to Scrapy."""
+        changes.unwritten += 1
+        self._commits[id(item)] = (item, changes)
+
+    def finish(self, changes: SitemapChanges) -> None:
+        """Every row of ``changes`` was given to Scrapy: commit once all are written (items of
+        one callback may be written out of order, CONCURRENT_ITEMS at a time)."""
+        changes.all_given = True
+        if changes.unwritten == 0:
+            self._commit(changes)
 
     def _item_written(self, item: Any, **_kwargs: Any) -> None:
         pending = self._commits.pop(id(item), None)
         if pending is None or pending[0] is not item:
             return
-        _row, state, pages = pending
-        # after every receiver of this signal (the feed exporters may come after this one)
-        asyncio.get_running_loop().call_soon(self._commit_written, state, pages)
+        changes = pending[1]
+        changes.unwritten -= 1
+        if changes.all_given and changes.unwritten == 0:
+            # after every receiver of this signal (the feed exporters may come after this one)
+            asyncio.get_running_loop().call_soon(self._commit, changes)
 
-    def _commit_written(self, state: SitemapState, pages: list[tuple[str, str, bytes]] | None) -> None:
+    def _commit(self, changes: SitemapChanges) -> None:
         self._flush_feeds()
-        self._submit(self.store.commit(state, pages))
+        self._submit(self.store.commit(changes.after, changes.to_commit))
+        changes.to_commit = None
 
     def _flush_feeds(self) -> None:
         """Push the rows written so far to the feed files (a kill after this keeps them)."""

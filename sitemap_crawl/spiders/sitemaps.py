@@ -56,6 +56,8 @@ from sitemap_crawl.names import (
 from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
+from sitemap_crawl.queue.config import parse_queue_url
+from sitemap_crawl.queue.worker import QueueWorker
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, page_batch
 from sitemap_crawl.signals import site_finished, sitemap_node
@@ -113,12 +115,13 @@ class SitemapsSpider(Spider):
             if (settings.getpriority(name) or 0) <= SETTINGS_PRIORITIES["default"]:
                 settings.set(name, fifo, priority="spider")
         # Scrapy starts CONCURRENT_ITEMS (100) asyncio workers for every callback's output;
-        # most sitemap callbacks yield nothing or one node item and pages travel in batches
-        # to synchronous exporters, so one is enough: an index of 50,000 dead children costs
-        # about a quarter less CPU than with 100, a many-site run ~4% less than with 16.
+        # most sitemap callbacks yield one node item (a dead sub-sitemap, a small sitemap)
+        # and pages travel in batches, so 16 is plenty and an index of 50,000 dead children
+        # costs about a quarter less CPU. (1 would save ~4% more on a many-site run, but then
+        # the items of two sitemaps read at once interleave in the feed: not document order.)
         # A project that set it keeps its value.
         if (settings.getpriority("CONCURRENT_ITEMS") or 0) <= SETTINGS_PRIORITIES["default"]:
-            settings.set("CONCURRENT_ITEMS", 1, priority="spider")
+            settings.set("CONCURRENT_ITEMS", 16, priority="spider")
         # Scrapy stops starting downloads while the responses being parsed hold more than
         # SCRAPER_SLOT_MAX_ACTIVE_SIZE (5 MB) of body: one large sitemap would stop the next
         # ones from downloading (and from being parsed on the other cores) until it is done.
@@ -144,6 +147,12 @@ class SitemapsSpider(Spider):
             )
             raise SpiderArgumentError(f"SITEMAP_CRAWL_KNOWN_PATHS_MODE {mode!r}")
         spider.known_paths_mode = mode
+        if spider.queue is not None:
+            try:
+                spider.queue.bind(crawler, spider)
+            except SpiderArgumentError as exc:
+                logger.error("Bad argument for the %s spider: %s", spider.name, exc)
+                raise
         if spider.homepages is not None:
             settings = crawler.settings
             if (settings.getpriority("CONCURRENT_REQUESTS") or 0) <= SETTINGS_PRIORITIES["default"]:
@@ -186,6 +195,8 @@ class SitemapsSpider(Spider):
         deny: str | None = None,
         since: str | None = None,
         since_undated: str | None = None,
+        queue: str | None = None,
+        queue_wait: str | bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -200,15 +211,23 @@ class SitemapsSpider(Spider):
             self.since: Since | None = parse_since_arguments(since, since_undated)
             if homepages_file and (homepage or self.start_sitemap_urls):
                 raise SpiderArgumentError("homepages_file maps the sites of its file: give no homepage or sitemap_urls")
-            if not homepage and not self.start_sitemap_urls and not homepages_file:
+            if queue and (homepage or self.start_sitemap_urls or homepages_file):
                 raise SpiderArgumentError(
-                    "give -a homepage=https://www.example.org/, -a homepages_file=sites.txt "
-                    "or -a sitemap_urls=URL[,URL...]"
+                    "queue maps the sites of the queue: give no homepage, homepages_file or sitemap_urls"
                 )
+            if not homepage and not self.start_sitemap_urls and not homepages_file and not queue:
+                raise SpiderArgumentError(
+                    "give -a homepage=https://www.example.org/, -a homepages_file=sites.txt, "
+                    "-a sitemap_urls=URL[,URL...] or -a queue=redis://host:6379/0"
+                )
+            wait = parse_bool("queue_wait", queue_wait, False)
+            self.queue: QueueWorker | None = QueueWorker(parse_queue_url(queue), normalize, wait) if queue else None
             self.homepage = parse_homepage(homepage, normalize) if homepage else None
-            self.homepages: HomepageList | None = (
-                HomepageList.from_file(homepages_file, normalize) if homepages_file else None
+            self.homepages: HomepageList | QueueWorker | None = (
+                HomepageList.from_file(homepages_file, normalize) if homepages_file else self.queue
             )
+            self.worker = self.queue.name if self.queue is not None else ""
+            """A queue run's worker name (``%(worker)s`` in feed URIs names a file per worker)."""
         except SpiderArgumentError as exc:
             logger.error("Bad argument for the %s spider: %s", self.name, exc)
             raise
@@ -245,7 +264,10 @@ class SitemapsSpider(Spider):
         self.concurrent_sites = config.concurrent_sites
         if self.homepages is not None:
             shard = config.shard
-            count = 1 if self.history is not None else config.crawl_processes  # one history file, one writer
+            # a queue worker is one process; a history run too (one history file, one writer)
+            count = 1 if self.queue is not None or self.history is not None else config.crawl_processes
+            if self.queue is not None and config.crawl_processes > 1 and self.settings.get("SITEMAP_CRAWL_PROCESSES"):
+                logger.info("A queue worker is one crawl process (SITEMAP_CRAWL_PROCESSES is not used): start more")
             spider_path = f"{type(self).__module__}.{type(self).__qualname__}"
             if shard is None and count > 1 and type(self).__module__ != "__main__":
                 shard = Shard(0, count)
@@ -309,12 +331,17 @@ class SitemapsSpider(Spider):
         del self.sites[website_url]
         self.sites_done += 1
         self.crawler.stats.inc_value(SITES_DONE_STAT)
-        self.crawler.signals.send_catch_log(site_finished, site=website_url, unreachable=discovery.unreachable)
+        if self.queue is not None:  # site_finished once its pages are in the feed, then acknowledged
+            self.queue.site_mapped(website_url, discovery.unreachable)
+        else:
+            self.crawler.signals.send_catch_log(site_finished, site=website_url, unreachable=discovery.unreachable)
         if take_next:
             self._open_sites()
 
     async def start(self) -> AsyncIterator[Any]:
         self._setup()
+        if self.queue is not None and not await self.queue.open():
+            return
         if self.homepages is not None:
             self._homepage_iterator = iter(self.homepages)
             self._schedule_progress()
@@ -326,7 +353,7 @@ class SitemapsSpider(Spider):
                         yield item
                 for name, value in self.helpers.stats.items():
                     self.crawler.stats.inc_value(name, value)
-            if not self.sites and not self.sites_done:
+            if not self.sites and not self.sites_done and self.queue is None:
                 logger.warning("%s lists no usable homepage: nothing to map", self.homepages.source)
         else:
             self._open_site(self.homepage, self.start_sitemap_urls)
@@ -473,21 +500,17 @@ class SitemapsSpider(Spider):
             if len(kept) < len(rows):
                 self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, len(rows) - len(kept))
             rows = kept
-        last: Any = None
+        history = self.history
         if self.batch_size:
             for start in range(0, len(rows), self.batch_size):
-                last = PageBatch(visit.url, visit.path, list(rows[start : start + self.batch_size]), visit.site)
-                if start + self.batch_size >= len(rows):
-                    self.history.commit_after(changes, last)
-                yield last
+                batch = PageBatch(visit.url, visit.path, rows[start : start + self.batch_size], visit.site)
+                history.track(changes, batch)
+                yield batch
         else:
             for row in rows:
-                last = row
-                if row is rows[-1]:
-                    self.history.commit_after(changes, last)
+                history.track(changes, row)
                 yield row
-        if last is None:
-            self.history.commit_after(changes, None)
+        history.finish(changes)
 
     def sitemap_failed(self, failure: Failure) -> None:
         """Errback: the sitemap could not be downloaded; record why."""
@@ -583,6 +606,7 @@ class SitemapsSpider(Spider):
         changes: SitemapChanges | None = None,
     ) -> AsyncIterator[Any]:
         website = visit.site
+        attempt = self.queue.attempt_of(website) if self.queue is not None else None
         lineage = visit.ancestors | {visit.url, final_url}
         child_index = 0
         page_count = 0
@@ -604,6 +628,7 @@ class SitemapsSpider(Spider):
                     if redirected:
                         entry.sitemap_url = visit.url
                     entry.website = website
+                    entry.attempt = attempt
                     page_count += 1
                     if changes is not None:
                         changes.add_page(entry)

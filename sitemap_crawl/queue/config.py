@@ -1,0 +1,88 @@
+"""Where the shared queue lives and what its keys are called.
+
+One queue is a handful of keys under one prefix (SITEMAP_CRAWL_QUEUE_KEY, default
+``sitemap_crawl``): ``<prefix>:sites`` (the stream of homepages, consumer group
+``workers``), ``<prefix>:seen`` (a set: every homepage ever added, so the same one is
+mapped once), ``<prefix>:dead`` (the dead-letter stream) and ``<prefix>:counts`` (a
+hash: sites done, unreachable, pages). Pure: no Scrapy, no server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from sitemap_crawl.arguments import SpiderArgumentError
+from sitemap_crawl.default_settings import (
+    SITEMAP_CRAWL_QUEUE_CLAIM_AFTER,
+    SITEMAP_CRAWL_QUEUE_KEY,
+    SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS,
+)
+
+SCHEMES = ("redis", "rediss")
+GROUP = "workers"
+"""The consumer group every worker reads the stream of sites with."""
+
+
+def parse_queue_url(value: object) -> str:
+    """A ``redis://`` or ``rediss://`` URL, as given; SpiderArgumentError otherwise."""
+    text = str(value or "").strip()
+    parts = urlsplit(text)
+    if parts.scheme.lower() not in SCHEMES or not parts.hostname:
+        raise SpiderArgumentError(f"queue={text!r} is not a redis:// or rediss:// URL (redis://host:6379/0)")
+    return text
+
+
+def display_url(url: str) -> str:
+    """The URL without its password (for logs and status)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    """A queue's server URL, key prefix and the claim / dead-letter rules."""
+
+    url: str
+    key: str = SITEMAP_CRAWL_QUEUE_KEY
+    claim_after: float = SITEMAP_CRAWL_QUEUE_CLAIM_AFTER
+    max_attempts: int = SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS
+
+    @classmethod
+    def from_settings(cls, url: str, settings: Any) -> QueueConfig:
+        """The queue at ``url`` with the SITEMAP_CRAWL_QUEUE_* settings of a Scrapy settings object."""
+        return cls(
+            parse_queue_url(url),
+            str(settings.get("SITEMAP_CRAWL_QUEUE_KEY") or SITEMAP_CRAWL_QUEUE_KEY),
+            max(0.1, settings.getfloat("SITEMAP_CRAWL_QUEUE_CLAIM_AFTER", SITEMAP_CRAWL_QUEUE_CLAIM_AFTER)),
+            max(1, settings.getint("SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS", SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS)),
+        )
+
+    @property
+    def stream(self) -> str:
+        return f"{self.key}:sites"
+
+    @property
+    def seen(self) -> str:
+        return f"{self.key}:seen"
+
+    @property
+    def dead(self) -> str:
+        return f"{self.key}:dead"
+
+    @property
+    def counts(self) -> str:
+        return f"{self.key}:counts"
+
+    @property
+    def claim_after_ms(self) -> int:
+        return max(1, int(self.claim_after * 1000))
+
+    @property
+    def keep_interval(self) -> float:
+        """Seconds between two renewals of a worker's hold on its sites (a quarter of CLAIM_AFTER)."""
+        return self.claim_after / 4

@@ -1,0 +1,97 @@
+"""A queue worker's output files: which to sync before a site is acknowledged, and the
+guard against ``-O`` erasing the rows of sites acknowledged before."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from scrapy.crawler import Crawler
+from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, apply_uri_params
+from w3lib.url import file_uri_to_path
+
+from sitemap_crawl.arguments import SpiderArgumentError
+from sitemap_crawl.tree_file import ends_mid_line
+
+LINE_FORMATS = ("jsonlines", "jsonl", "jl")
+"""Feed formats of one record per line, whose last line a crash may cut short."""
+
+
+def feed_files(crawler: Crawler) -> list[IO[bytes]]:
+    """The open files of the crawl's local feeds (other storages upload at the end: they
+    hold nothing a crash could keep anyway)."""
+    exporter = crawler.get_extension(FeedExporter)
+    files = []
+    for slot in getattr(exporter, "slots", ()):
+        if isinstance(slot.storage, FileFeedStorage) and slot.file is not None:
+            files.append(slot.file)
+    return files
+
+
+def tree_files(crawler: Crawler) -> list[IO[str]]:
+    """The tree file's open stream (a lines file), if any."""
+    from sitemap_crawl.extensions.tree import SitemapTreeExtension
+
+    tree_file = SitemapTreeExtension.for_crawler(crawler).tree_file
+    stream = tree_file.stream if tree_file is not None else None
+    return [stream] if stream is not None else []
+
+
+def _local_feeds(feeds: dict[str, Any], spider: Any) -> list[tuple[str, dict[str, Any], Path]]:
+    """The local files of the feeds, as this run will name them (a name with ``%(time)s``
+    is new for every run: left out)."""
+    params = {name: getattr(spider, name, "") for name in dir(spider) if not name.startswith("__")}
+    params.update(batch_id=1)
+    found = []
+    for uri, options in feeds.items():
+        uri = str(uri)
+        if "%(time)s" in uri or "%(batch_time)s" in uri or ("://" in uri and not uri.startswith("file:")):
+            continue
+        try:
+            target = apply_uri_params(uri, params)
+        except (KeyError, ValueError, TypeError):
+            continue
+        found.append(
+            (uri, dict(options or {}), Path(file_uri_to_path(target) if target.startswith("file:") else target))
+        )
+    return found
+
+
+def prepare_feeds(feeds: dict[str, Any], spider: Any) -> None:
+    """Before the feeds open: refuse ``-O`` over a file that holds rows (a restarted worker
+    would erase the rows of the sites it acknowledged before; ``-o`` appends, and a name
+    with ``%(worker)s`` is new for every run), and end a JSON lines file's last line when a
+    crash cut it short, so that appended rows start on a line of their own."""
+    for uri, options, path in _local_feeds(feeds, spider):
+        if not options.get("overwrite"):
+            if str(options.get("format", "")).lower() in LINE_FORMATS and ends_mid_line(path):
+                with path.open("ab") as handle:
+                    handle.write(b"\n")
+            continue
+        if path.is_file() and path.stat().st_size:
+            raise SpiderArgumentError(
+                f"-O {uri} would erase the rows that {path} holds (sites the queue counts as done): "
+                "give a queue worker -o (append) or a file name of its own, such as pages-%(worker)s.jsonl"
+            )
+
+
+async def sync_files(files: list[Any]) -> None:
+    """Flush files here, then sync them to disk in a thread (never blocking the reactor)."""
+    descriptors = []
+    for handle in files:
+        try:
+            handle.flush()
+            descriptors.append(handle.fileno())
+        except (ValueError, OSError):  # closed already (the crawl is ending): closing flushed it
+            continue
+    if descriptors:
+        await asyncio.to_thread(_fsync, descriptors)
+
+
+def _fsync(descriptors: list[int]) -> None:
+    for descriptor in descriptors:
+        with contextlib.suppress(OSError):
+            os.fsync(descriptor)

@@ -1,0 +1,379 @@
+"""A queue run's homepage source: a worker that takes sites from the shared queue.
+
+``scrapy crawl sitemaps -a queue=redis://host:6379/0`` makes the ``sitemaps`` spider a
+worker: :class:`QueueWorker` stands where a run's list of homepages stands (the spider
+iterates it as it has room, SITEMAP_CRAWL_CONCURRENT_SITES), but it is filled from the
+server as room opens, in the background, and iterating it again later may give more.
+
+A site the spider has mapped is *committed* in this order, several sites at a time:
+
+1. its pages have all left the item pipelines (:mod:`sitemap_crawl.queue.ledger`);
+2. the feed files are flushed and synced to disk;
+3. its tree line, naming the attempt (``"attempt": "<entry id>/<delivery>"``), is
+   appended to the tree file (the ``site_finished`` signal) and the file synced;
+4. it is acknowledged on the server.
+
+A crash before 4 leaves the site pending: another worker claims it after CLAIM_AFTER
+(rows written by the dead attempt have no tree line naming their attempt, so
+``sitemaps-collect`` leaves them out). While it runs, the worker renews its hold on its
+sites every quarter of CLAIM_AFTER, so a long site is never taken from a live worker.
+The run ends when the queue is drained (nothing waits, nothing is pending anywhere),
+or keeps waiting for more with ``-a queue_wait=true``. A server that goes away stops
+the worker cleanly (finish reason ``queue_unavailable``): what it acknowledged is
+written, what it held is taken by another worker later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from redis.exceptions import RedisError
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider
+
+from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
+from sitemap_crawl.names import QUEUE_ACKED_STAT, QUEUE_CLAIMED_STAT, QUEUE_DEAD_STAT, QUEUE_ROUND_TRIPS_STAT
+from sitemap_crawl.queue.config import QueueConfig, display_url
+from sitemap_crawl.queue.files import feed_files, prepare_feeds, sync_files, tree_files
+from sitemap_crawl.queue.ledger import PageLedger
+from sitemap_crawl.queue.stream import Lease, SiteQueue
+from sitemap_crawl.signals import site_finished, sitemap_node
+from sitemap_crawl.sites.shard import Shard
+from sitemap_crawl.tree_file import is_lines_file
+
+logger = logging.getLogger(__name__)
+
+POLL_INTERVAL = 1.0
+"""Seconds between two looks at the queue while it has nothing for this worker."""
+UNAVAILABLE = "queue_unavailable"
+"""The finish reason of a worker whose queue server went away."""
+
+
+def worker_name() -> str:
+    """This worker's consumer name: host, process id and a random part (unique per run)."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
+
+
+@dataclass(slots=True)
+class _Mapped:
+    lease: Lease
+    unreachable: str | None
+
+
+class QueueWorker:
+    """The homepages of a queue run (iterable like :class:`~sitemap_crawl.sites.HomepageList`)."""
+
+    def __init__(self, url: str, normalize: bool = True, wait: bool = False) -> None:
+        self.url = url
+        self.normalize = normalize
+        self.wait = wait
+        self.name = worker_name()
+        self.source = f"the queue at {display_url(url)}"
+        self.shard = Shard(0, 1)  # a worker maps every site it takes
+        self.taken = 0
+        self.queue: SiteQueue | None = None
+        self.config: QueueConfig | None = None
+        self.ledger = PageLedger()
+        self.held: dict[str, Lease] = {}
+        """The sites this worker took and has not acknowledged, by homepage."""
+        self._ready: deque[Lease] = deque()
+        self._mapped: dict[str, _Mapped] = {}
+        """Sites mapped whose pages are still on their way to the feed."""
+        self._to_commit: list[_Mapped] = []
+        self._lost: set[str] = set()
+        """Sites another worker took over (this one was silent too long): no longer renewed."""
+        self._acking: set[str] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._fetching = False
+        self._committing = False
+        self._drained = False
+        self._stopping = False
+        self._closing: asyncio.Future[Any] | None = None
+        self.crawler: Crawler | None = None
+        self.spider: Any = None
+
+    # -- wiring --------------------------------------------------------------------------
+
+    def bind(self, crawler: Crawler, spider: Any) -> None:
+        """Connect to the crawl's signals (from the spider's ``from_crawler``)."""
+        self.crawler = crawler
+        self.spider = spider
+        self.config = QueueConfig.from_settings(self.url, crawler.settings)
+        tree_file = crawler.settings.get("SITEMAP_CRAWL_TREE_FILE")
+        if tree_file and not is_lines_file(tree_file):
+            raise SpiderArgumentError(
+                f"a queue run appends a line per site to its tree file: SITEMAP_CRAWL_TREE_FILE={tree_file!r} "
+                "must end in .jsonl or .jl"
+            )
+        if not tree_file:
+            logger.warning(
+                "Queue run without SITEMAP_CRAWL_TREE_FILE: sitemaps-collect needs the tree lines to keep "
+                "each site's pages once (-s SITEMAP_CRAWL_TREE_FILE=trees-%s.jsonl)",
+                self.name,
+            )
+        prepare_feeds(crawler.settings.getdict("FEEDS"), spider)
+        crawler.signals.connect(self.ledger.node, signal=sitemap_node)
+        crawler.signals.connect(self._item_done, signal=signals.item_scraped)
+        crawler.signals.connect(self._item_done, signal=signals.item_dropped)
+        crawler.signals.connect(self._item_done, signal=signals.item_error)
+        crawler.signals.connect(self._idle, signal=signals.spider_idle)
+        crawler.signals.connect(self._closed, signal=signals.spider_closed)
+
+    async def open(self) -> bool:
+        """Connect and make sure the consumer group exists; False (logged) when the server
+        cannot be reached."""
+        assert self.config is not None
+        self.queue = SiteQueue(self.config)
+        try:
+            await self.queue.ensure_group()
+        except RedisError as exc:
+            self._server_gone(exc)
+            return False
+        logger.info(
+            "Worker %s takes sites from %s (claims sites silent for %gs; dead-letters after %d attempts)",
+            self.name,
+            display_url(self.url),
+            self.config.claim_after,
+            self.config.max_attempts,
+        )
+        self._spawn(self._keep_loop())
+        return True
+
+    # -- the spider's side ---------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        """The next homepage taken from the queue; StopIteration when none is here yet (the
+        worker asks the server for more, and the spider is offered them when they come)."""
+        if self._ready:
+            return self._ready.popleft().homepage
+        self._fetch_soon()
+        raise StopIteration
+
+    def attempt_of(self, site: str) -> str | None:
+        """The attempt at ``site`` this worker is making (its pages carry it)."""
+        lease = self.held.get(site)
+        return lease.attempt if lease is not None else None
+
+    def site_mapped(self, site: str, unreachable: str | None) -> None:
+        """The spider has read the site to its end: commit it once its pages are written."""
+        lease = self.held.get(site)
+        if lease is None:  # not a site of the queue (cannot happen): finish it as a list run would
+            self._send_finished(site, unreachable, None)
+            return
+        self._mapped[site] = _Mapped(lease, unreachable)
+        self._commit_if_written(site)
+
+    # -- taking sites --------------------------------------------------------------------
+
+    def _room(self) -> int:
+        return int(self.spider.concurrent_sites) - len(self.spider.sites) - len(self._ready)
+
+    def _fetch_soon(self) -> None:
+        if not self._fetching and not self._stopping and self.queue is not None:
+            self._fetching = True
+            self._spawn(self._fetch())
+
+    async def _fetch(self) -> None:
+        assert self.queue is not None and self.crawler is not None
+        stats = self.crawler.stats
+        assert stats is not None
+        try:
+            while not self._stopping:
+                room = self._room()
+                if room <= 0:
+                    return
+                leases, dead = await self.queue.take(self.name, room)
+                if dead:
+                    stats.inc_value(QUEUE_DEAD_STAT, dead)
+                    logger.warning("%d site(s) taken too often went to the dead-letter stream", dead)
+                for lease in leases:
+                    self._take(lease)
+                if leases:
+                    self._drained = False
+                    self.spider._open_sites()
+                    if len(leases) == room:
+                        continue  # there may be more
+                elif not self.held and await self.queue.idle():
+                    if not self._drained:
+                        logger.info("The queue is drained%s", ": waiting for more sites" if self.wait else "")
+                    self._drained = True
+                    if not self.wait:
+                        self._fetching = False
+                        self._close_if_done()
+                        return
+                await asyncio.sleep(POLL_INTERVAL)
+        except RedisError as exc:
+            self._server_gone(exc)
+        finally:
+            self._fetching = False
+
+    def _take(self, lease: Lease) -> None:
+        assert self.crawler is not None and self.crawler.stats is not None
+        try:
+            homepage = parse_homepage(lease.homepage, self.normalize)
+        except SpiderArgumentError:  # not added by sitemaps-enqueue: done with, as unreachable
+            logger.error("The queue holds %r, which is not an http(s) URL: acknowledged, not mapped", lease.homepage)
+            self._spawn(self._ack_unusable(lease))
+            return
+        if homepage in self.held or homepage in self.spider.sites:
+            return  # cannot happen (each homepage is queued once): never map a site twice at once
+        if lease.previous_holder:
+            self.crawler.stats.inc_value(QUEUE_CLAIMED_STAT)
+            logger.info("Took over %s from worker %s (attempt %d)", homepage, lease.previous_holder, lease.deliveries)
+        lease = Lease(lease.entry_id, homepage, lease.deliveries, lease.previous_holder)
+        self.held[homepage] = lease
+        self.taken += 1
+        self._ready.append(lease)
+
+    async def _ack_unusable(self, lease: Lease) -> None:
+        assert self.queue is not None
+        try:
+            await self.queue.ack([(lease.entry_id, 0, True)])
+        except RedisError as exc:
+            self._server_gone(exc)
+
+    async def _keep_loop(self) -> None:
+        """Renew this worker's hold on its sites every quarter of CLAIM_AFTER."""
+        assert self.queue is not None and self.config is not None
+        try:
+            while not self._stopping:
+                await asyncio.sleep(self.config.keep_interval)
+                ids = {
+                    lease.entry_id: site
+                    for site, lease in self.held.items()
+                    if site not in self._lost and site not in self._acking
+                }
+                for entry_id in await self.queue.keep(self.name, list(ids)):
+                    site = ids[entry_id]
+                    if site in self._acking or site not in self.held:
+                        continue  # acknowledged meanwhile (by this worker)
+                    self._lost.add(site)
+                    logger.warning(
+                        "%s was taken over by another worker (this one was silent for longer than "
+                        "SITEMAP_CRAWL_QUEUE_CLAIM_AFTER); it is finished here too, and sitemaps-collect "
+                        "keeps one copy",
+                        site,
+                    )
+        except RedisError as exc:
+            self._server_gone(exc)
+
+    # -- committing sites ----------------------------------------------------------------
+
+    def _item_done(self, item: Any) -> None:
+        site = self.ledger.item(item)
+        if site is not None and site in self._mapped:
+            self._commit_if_written(site)
+
+    def _commit_if_written(self, site: str, force: bool = False) -> None:
+        if not (force or self.ledger.complete(site)):
+            return
+        mapped = self._mapped.pop(site, None)
+        if mapped is None:
+            return
+        self._to_commit.append(mapped)
+        if not self._committing:
+            self._committing = True
+            self._spawn(self._commit())
+
+    async def _commit(self) -> None:
+        """Commit the sites whose pages are written (see the module docstring), a batch at a time."""
+        assert self.queue is not None and self.crawler is not None and self.crawler.stats is not None
+        try:
+            while self._to_commit and not self._stopping:
+                batch, self._to_commit = self._to_commit, []
+                await sync_files(feed_files(self.crawler))
+                for mapped in batch:
+                    self._send_finished(mapped.lease.homepage, mapped.unreachable, mapped.lease.attempt)
+                await sync_files(tree_files(self.crawler))
+                self._acking.update(mapped.lease.homepage for mapped in batch)
+                acked = await self.queue.ack(
+                    (mapped.lease.entry_id, self.ledger.pages(mapped.lease.homepage), mapped.unreachable is not None)
+                    for mapped in batch
+                )
+                self.crawler.stats.inc_value(QUEUE_ACKED_STAT, acked)
+                for mapped in batch:
+                    site = mapped.lease.homepage
+                    self.held.pop(site, None)
+                    self._lost.discard(site)
+                    self._acking.discard(site)
+                    self.ledger.forget(site)
+        except RedisError as exc:
+            self._server_gone(exc)
+        finally:
+            self._committing = False
+        self._fetch_soon()
+        self._close_if_done()
+
+    def _send_finished(self, site: str, unreachable: str | None, attempt: str | None) -> None:
+        assert self.crawler is not None
+        self.crawler.signals.send_catch_log(site_finished, site=site, unreachable=unreachable, attempt=attempt)
+
+    # -- the end -------------------------------------------------------------------------
+
+    def _busy(self) -> bool:
+        return bool(self.held or self._ready or self._fetching or self._committing or self._to_commit)
+
+    def _idle(self) -> None:
+        """spider_idle: the crawl is idle, so every page is written; keep the spider open while
+        the queue may still have work for it."""
+        for site in list(self._mapped):
+            self._commit_if_written(site, force=True)
+        if self._stopping:
+            return
+        if self._busy() or self.wait or not self._drained:
+            self._fetch_soon()
+            raise DontCloseSpider
+
+    def _close_if_done(self) -> None:
+        if self._drained and not self.wait and not self._busy() and not self.spider.sites and not self._stopping:
+            self._close("finished")
+
+    def _close(self, reason: str) -> None:
+        assert self.crawler is not None
+        engine = self.crawler.engine
+        if engine is not None and engine.running and self._closing is None:
+            self._closing = asyncio.ensure_future(engine.close_spider_async(reason=reason))  # not cancelled at close
+
+    def _server_gone(self, exc: BaseException) -> None:
+        if self._stopping:
+            return
+        self._stopping = True
+        logger.error(
+            "The queue server %s cannot be reached (%s): this worker stops. The sites it acknowledged "
+            "are written; the %d it holds stay pending and another worker takes them after "
+            "SITEMAP_CRAWL_QUEUE_CLAIM_AFTER.",
+            display_url(self.url),
+            exc,
+            len(self.held),
+        )
+        self._close(UNAVAILABLE)
+
+    async def _closed(self) -> None:
+        """spider_closed: stop the background work, report the round trips, close the client."""
+        self._stopping = True
+        for task in list(self._tasks):
+            if task is not asyncio.current_task():
+                task.cancel()
+        if self.queue is not None:
+            assert self.crawler is not None and self.crawler.stats is not None
+            self.crawler.stats.set_value(QUEUE_ROUND_TRIPS_STAT, self.queue.round_trips)
+            with contextlib.suppress(RedisError, OSError):
+                await self.queue.close()
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

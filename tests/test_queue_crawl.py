@@ -1,0 +1,407 @@
+"""Workers sharing one queue (``-a queue=redis://...``) against a real server: the commands,
+two workers draining one stream, a worker killed mid-site, the dead-letter path, a server
+that goes away, and the exactly-once collect step."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import robots, urlset
+from tests.support.crawl import REPO_ROOT, CrawlRunner, RunningCrawl
+from tests.support.fixture_server import FixtureServer, Route, RouteLike, SiteFactory
+from tests.support.queue_server import QueueServer
+
+SETTINGS = {
+    "TWISTED_DNS_RESOLVER": "tests.support.dns.LoopbackResolver",
+    "RETRY_TIMES": 0,
+    "DOWNLOAD_TIMEOUT": 30,
+    "SITEMAP_CRAWL_CONCURRENT_SITES": 4,
+    "SITEMAP_CRAWL_KNOWN_PATHS": "sitemap.xml",
+    "SITEMAP_CRAWL_PARSE_WORKERS": 0,
+    "LOGSTATS_INTERVAL": 0.5,
+    "LOG_LEVEL": "INFO",
+}
+
+
+def host(name: str) -> str:
+    return f"http://{name}:{{port}}"
+
+
+def sites(
+    fixture_site: SiteFactory, count: int, slow: dict[str, float] | None = None
+) -> tuple[FixtureServer, dict[str, int]]:
+    """``count`` sites s00.test...: robots.txt names a urlset /map-<n>.xml of n % 3 + 1 pages (a ``slow``
+    site's urlset answers after that many seconds); with the pages each should give."""
+    routes: dict[str, RouteLike] = {}
+    expected: dict[str, int] = {}
+    for n in range(count):
+        name = f"s{n:02d}.test"
+        pages = urlset(*(f"{host(name)}/page-{i}" for i in range(n % 3 + 1)))
+        routes[f"//{name}/robots.txt"] = robots(f"{host(name)}/map-{n}.xml")
+        routes[f"//{name}/map-{n}.xml"] = Route(pages, delay=(slow or {}).get(name, 0))
+        expected[name] = n % 3 + 1
+    site = fixture_site(routes)
+    return site, {f"http://{name}:{site.port}/": pages for name, pages in expected.items()}
+
+
+def scrapy(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=REPO_ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def enqueue(server: QueueServer, homepages: list[str]) -> str:
+    result = scrapy("sitemaps-enqueue", "-", "--queue", server.url, stdin="\n".join(homepages) + "\n")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def status(server: QueueServer) -> dict[str, Any]:
+    result = scrapy("sitemaps-status", "--queue", server.url, "--json")
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout))
+
+
+def worker(
+    crawl: CrawlRunner, server: QueueServer, name: str, tmp_path: Path, feed: str = "", **settings: object
+) -> RunningCrawl:
+    """A worker writing pages-<name>.jsonl (appending; or ``feed``) and trees-<name>.jsonl in tmp_path."""
+    return crawl.start(
+        {"queue": server.url},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / f"trees-{name}.jsonl"), **settings},
+        extra_args=["-o", str(tmp_path / (feed or f"pages-{name}.jsonl"))],
+    )
+
+
+def collect(tmp_path: Path) -> tuple[list[dict[str, Any]], str, int]:
+    out = tmp_path / "all.jsonl"
+    result = scrapy(
+        "sitemaps-collect", "--trees", str(tmp_path / "trees-*.jsonl"), "--pages", str(tmp_path / "pages-*.jsonl"),
+        "-O", str(out),
+    )  # fmt: skip
+    rows = [json.loads(line) for line in out.read_text("utf-8").splitlines()] if out.exists() else []
+    return rows, result.stderr, result.returncode
+
+
+def rows_by_site(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for row in rows:
+        found.setdefault(row["website"], []).append(row["url"])
+    return found
+
+
+def expected_urls(expected: dict[str, int]) -> dict[str, list[str]]:
+    return {site: [f"{site}page-{i}" for i in range(count)] for site, count in expected.items()}
+
+
+def test_enqueue_counts_new_and_already_there_and_status_shows_it(queue_server: QueueServer, tmp_path: Path) -> None:
+    listing = tmp_path / "sites.txt"
+    listing.write_text("# mine\nhttp://a.test/x\nhttp://b.test/\n\nnot a url\nhttp://a.test/y\n", encoding="utf-8")
+    first = scrapy("sitemaps-enqueue", str(listing), "--queue", queue_server.url)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() == "2 new, 0 already there, 1 repeated in the list, 1 lines skipped (not http(s) URLs)"
+    assert enqueue(queue_server, ["http://b.test/", "http://c.test:8080/page"]) == "1 new, 1 already there"
+    assert status(queue_server) == {
+        "queue": queue_server.url,
+        "key": "sitemap_crawl",
+        "enqueued": 3,
+        "waiting": 3,
+        "in_flight": 0,
+        "workers": {},
+        "done": 0,
+        "failed": 0,
+        "dead_lettered": 0,
+        "pages": 0,
+        "dead": [],
+    }
+    text = scrapy("sitemaps-status", "--queue", queue_server.url)
+    assert f"Queue {queue_server.url} (key sitemap_crawl)" in text.stdout
+    assert "  waiting:       3" in text.stdout and "  done:          0" in text.stdout
+    bad = scrapy("sitemaps-status", "--queue", "http://not-redis/")
+    assert bad.returncode != 0 and "is not a redis:// or rediss:// URL" in bad.stderr
+    gone = scrapy("sitemaps-status", "--queue", "redis://127.0.0.1:1/0")
+    assert gone.returncode == 1 and "cannot be reached" in gone.stderr
+
+
+def test_two_workers_drain_one_queue_and_each_site_is_mapped_once(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    site, expected = sites(fixture_site, 24, slow={f"s{n:02d}.test": 0.5 for n in range(24)})  # work to share
+    homepages = list(expected)
+    assert enqueue(queue_server, homepages + homepages[:3]) == "24 new, 0 already there, 3 repeated in the list"
+    assert enqueue(queue_server, homepages[:5]) == "0 new, 5 already there"
+
+    workers = [
+        worker(crawl, queue_server, "one", tmp_path),
+        worker(crawl, queue_server, "two", tmp_path, feed="pages-%(worker)s.jsonl"),  # as the docs say
+    ]
+    results = [running.wait(90) for running in workers]
+    for result in results:
+        result.assert_ok()
+        assert result.stats["finish_reason"] == "finished"
+        assert "The queue is drained" in result.log
+
+    trees = [json.loads(line) for name in ("one", "two") for line in (tmp_path / f"trees-{name}.jsonl").open()]
+    assert sorted(tree["url"] for tree in trees) == sorted(homepages)  # each site once, by one worker
+    assert all(tree["attempt"].endswith("/1") for tree in trees)
+    per_worker = [result.stats.get("sitemap_crawl/queue/acknowledged", 0) for result in results]
+    assert sum(per_worker) == 24 and all(per_worker), per_worker  # both took a share
+    (named,) = [path for path in tmp_path.glob("pages-*.jsonl") if path.name != "pages-one.jsonl"]
+    name = results[1].log.split("[sitemap_crawl.queue.worker] INFO: Worker ", 1)[1].split()[0]
+    assert named.name == f"pages-{name}.jsonl"  # %(worker)s: the worker's name
+    rows = [json.loads(line) for path in (tmp_path / "pages-one.jsonl", named) for line in path.open()]
+    assert rows_by_site(rows) == expected_urls(expected)
+    attempts = {tree["url"]: tree["attempt"] for tree in trees}
+    assert all(row["attempt"] == attempts[row["website"]] for row in rows)
+    assert status(queue_server) | {"workers": None} == {
+        "queue": queue_server.url,
+        "key": "sitemap_crawl",
+        "enqueued": 24,
+        "waiting": 0,
+        "in_flight": 0,
+        "workers": None,
+        "done": 24,
+        "failed": 0,
+        "dead_lettered": 0,
+        "pages": sum(expected.values()),
+        "dead": [],
+    }
+    collected, log, code = collect(tmp_path)
+    assert code == 0 and "24 sites, 48 pages kept; 0 rows" in log
+    assert rows_by_site(collected) == expected_urls(expected)
+    assert site.hits("/robots.txt") == 24  # every robots.txt once over both workers (any host)
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()] if path.exists() else []
+
+
+def wait_until(condition: Any, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_worker_killed_mid_site_costs_only_time(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # worker "one" is killed (-9) while it maps s00 (its urlset hangs); restarted with the same
+    # files (-o appends), it maps the rest and takes s00 over once it has been silent for
+    # CLAIM_AFTER; the collect step gives every site's pages once
+    site, expected = sites(fixture_site, 10, slow={"s00.test": 60})
+    homepages = list(expected)
+    enqueue(queue_server, homepages)
+    claim = {"SITEMAP_CRAWL_QUEUE_CLAIM_AFTER": 2, "SITEMAP_CRAWL_CONCURRENT_SITES": 2}
+    first = worker(crawl, queue_server, "one", tmp_path, **claim)
+    assert site.wait_for("/map-0.xml", timeout=30)
+    trees_path = tmp_path / "trees-one.jsonl"
+    wait_until(lambda: len(lines(trees_path)) >= 2)  # sites acknowledged before the kill
+    first.kill()
+    first.wait(30)
+    before = lines(trees_path)
+    assert before and all(tree["url"] != homepages[0] for tree in before)
+    site["//s00.test/map-0.xml"] = urlset(f"{homepages[0]}page-0")  # it answers at once now
+
+    second = worker(crawl, queue_server, "one", tmp_path, **claim).wait(90).assert_ok()
+    assert second.stats["finish_reason"] == "finished"
+    assert f"Took over {homepages[0]} from worker" in second.log
+    trees = lines(trees_path)
+    assert trees[: len(before)] == before  # the restarted worker appended
+    # every site complete; a site killed between its tree line and its acknowledgement is done
+    # twice (two complete attempts, the collect step keeps one)
+    assert {tree["url"] for tree in trees} == set(homepages)
+    assert len({tree["attempt"] for tree in trees}) == len(trees)
+    claimed = [tree for tree in trees if tree["url"] == homepages[0]]
+    assert [tree["attempt"][-2:] for tree in claimed] == ["/2"]
+    assert status(queue_server)["done"] == 10 and status(queue_server)["in_flight"] == 0
+
+    collected, log, code = collect(tmp_path)
+    assert code == 0, log
+    assert rows_by_site(collected) == expected_urls(expected)
+    kept = {row["website"]: row["attempt"] for row in collected}
+    assert all(row["attempt"] == kept[row["website"]] for row in collected)  # one attempt per site
+
+
+def test_a_site_taken_max_attempts_times_goes_to_the_dead_letter_stream(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    site, expected = sites(fixture_site, 4, slow={"s00.test": 60})
+    homepages = list(expected)
+    enqueue(queue_server, homepages[:1])
+    first = worker(crawl, queue_server, "one", tmp_path, SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS=1)
+    assert site.wait_for("/map-0.xml", timeout=30)
+    first.kill()  # s00 "killed its worker"
+    first.wait(30)
+    enqueue(queue_server, homepages[1:])
+
+    result = worker(
+        crawl, queue_server, "two", tmp_path, SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS=1, SITEMAP_CRAWL_QUEUE_CLAIM_AFTER=1
+    ).wait(60)
+    result.assert_ok()
+    assert result.stats["sitemap_crawl/queue/dead_lettered"] == 1
+    assert "went to the dead-letter stream" in result.log
+    assert sorted(tree["url"] for tree in lines(tmp_path / "trees-two.jsonl")) == sorted(homepages[1:])
+    now = status(queue_server)
+    assert (now["done"], now["dead_lettered"], now["in_flight"], now["waiting"]) == (3, 1, 0, 0)
+    assert now["dead"][0]["homepage"] == homepages[0]
+    assert now["dead"][0]["reason"].startswith("taken 1 times and never finished (last by ")
+    text = scrapy("sitemaps-status", "--queue", queue_server.url).stdout
+    assert f"    dead: {homepages[0]} - taken 1 times" in text
+
+
+def test_a_server_gone_mid_run_stops_the_worker_cleanly(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    from tests.support.queue_server import server_binary
+
+    binary = server_binary()
+    if binary is None:
+        pytest.skip("no server binary")
+    server = QueueServer(binary).start()
+    try:
+        slow = {f"s{n:02d}.test": 0.3 for n in range(30)}
+        _site, expected = sites(fixture_site, 30, slow=slow)
+        enqueue(server, list(expected))
+        running = worker(crawl, server, "one", tmp_path, SITEMAP_CRAWL_CONCURRENT_SITES=2)
+        trees_path = tmp_path / "trees-one.jsonl"
+        wait_until(lambda: len(lines(trees_path)) >= 3)
+        server.stop()
+        result = running.wait(60)
+    finally:
+        server.stop()
+    assert result.returncode == 0
+    assert result.stats["finish_reason"] == "queue_unavailable"
+    assert result.log_count("cannot be reached") == 1
+    assert "this worker stops. The sites it acknowledged are written" in result.log
+    assert "Traceback" not in result.log
+    trees = [tree for tree in lines(trees_path) if "attempt" in tree]
+    assert 3 <= len(trees) < 30
+    rows = lines(tmp_path / "pages-one.jsonl")
+    done = {tree["url"] for tree in trees}
+    assert rows_by_site([row for row in rows if row["website"] in done]) == {
+        url: urls for url, urls in expected_urls(expected).items() if url in done
+    }  # every site it finished has all its rows
+
+
+def test_a_slow_worker_that_finishes_a_claimed_site_gives_a_second_copy_that_collect_drops(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # worker one is paused (SIGSTOP) while it maps s00; worker two claims s00 after
+    # CLAIM_AFTER and finishes it; worker one resumes and finishes it too
+    import signal
+
+    site, expected = sites(fixture_site, 1, slow={"s00.test": 3})
+    enqueue(queue_server, list(expected))
+    claim = {"SITEMAP_CRAWL_QUEUE_CLAIM_AFTER": 1}
+    first = worker(crawl, queue_server, "one", tmp_path, **claim)
+    assert site.wait_for("/map-0.xml", timeout=30)
+    first.process.send_signal(signal.SIGSTOP)
+    try:
+        second = worker(crawl, queue_server, "two", tmp_path, **claim).wait(60).assert_ok()
+    finally:
+        first.process.send_signal(signal.SIGCONT)
+    one = first.wait(60).assert_ok()
+
+    assert second.stats["sitemap_crawl/queue/claimed"] == 1
+    assert "was taken over by another worker" not in second.log  # its own acknowledgement is no loss
+    assert second.stats["sitemap_crawl/queue/acknowledged"] == 1
+    assert one.stats.get("sitemap_crawl/queue/acknowledged", 0) == 0  # counted once, by the first
+    attempts = [tree["attempt"][-2:] for name in ("one", "two") for tree in lines(tmp_path / f"trees-{name}.jsonl")]
+    assert attempts == ["/1", "/2"]  # two complete attempts
+    assert status(queue_server)["done"] == 1 and status(queue_server)["pages"] == 1
+    collected, log, code = collect(tmp_path)
+    assert code == 0 and "1 sites, 1 pages kept; 1 rows of incomplete or repeated attempts left out" in log
+    assert rows_by_site(collected) == expected_urls(expected)
+
+
+def test_a_worker_does_not_overwrite_a_feed_that_holds_rows(
+    crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    feed = tmp_path / "pages.jsonl"
+    feed.write_text('{"url": "http://a.test/p", "website": "http://a.test/", "attempt": "1-0/1"}\n', encoding="utf-8")
+    result = crawl.start(
+        {"queue": queue_server.url},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees.jsonl")},
+        extra_args=["-O", str(feed)],
+    ).wait(60)
+    assert result.returncode == 1
+    assert f"would erase the rows that {feed} holds" in result.log and "Traceback" not in result.log
+    assert feed.read_text("utf-8").count("\n") == 1
+    feed.write_text(feed.read_text("utf-8") + '{"url": "http://a.test/q", "webs', encoding="utf-8")  # cut by a kill
+    appended = crawl.start(
+        {"queue": queue_server.url},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees.jsonl")},
+        extra_args=["-o", str(feed)],
+    ).wait(60)
+    assert appended.returncode == 0
+    assert feed.read_text("utf-8").endswith('"webs\n')  # the next row appended starts a line of its own
+    tree_json = crawl.start(
+        {"queue": queue_server.url},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "tree.json")},
+    ).wait(60)
+    assert tree_json.returncode == 1 and "must end in .jsonl or .jl" in tree_json.log
+
+
+def test_queue_wait_keeps_a_worker_for_sites_added_later(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    _site, expected = sites(fixture_site, 2)
+    homepages = list(expected)
+    running = crawl.start(
+        {"queue": queue_server.url, "queue_wait": True},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees-w.jsonl")},
+        extra_args=["-o", str(tmp_path / "pages-w.jsonl")],
+    )
+    assert running.wait_for_log("The queue is drained: waiting for more sites")
+    enqueue(queue_server, homepages[:1])
+    wait_until(lambda: len(lines(tmp_path / "trees-w.jsonl")) == 1)
+    enqueue(queue_server, [*homepages[1:], "garbage"])  # a bad line is skipped by the command
+    wait_until(lambda: len(lines(tmp_path / "trees-w.jsonl")) == 2)
+    assert running.running()  # still waiting
+    running.interrupt()
+    result = running.wait(30)
+    assert result.stats["finish_reason"] == "shutdown"
+    assert sorted(tree["url"] for tree in lines(tmp_path / "trees-w.jsonl")) == sorted(homepages)
+    assert rows_by_site(lines(tmp_path / "pages-w.jsonl")) == expected_urls(expected)
+
+
+def test_a_queue_entry_that_is_not_a_url_is_acknowledged_not_mapped(
+    crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    queue_server.command("XADD", "sitemap_crawl:sites", "*", "homepage", "not-a-url")  # not via sitemaps-enqueue
+    result = worker(crawl, queue_server, "one", tmp_path).wait(60).assert_ok()
+    assert "The queue holds 'not-a-url', which is not an http(s) URL: acknowledged, not mapped" in result.log
+    assert status(queue_server)["done"] == 1 and status(queue_server)["failed"] == 1
+
+
+def test_a_worker_whose_server_cannot_be_reached_stops_at_once(crawl: CrawlRunner, tmp_path: Path) -> None:
+    result = crawl.start(
+        {"queue": "redis://127.0.0.1:1/0"},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees.jsonl")},
+    ).wait(60)
+    assert result.stats["finish_reason"] == "queue_unavailable"
+    assert result.log_count("The queue server redis://127.0.0.1:1/0 cannot be reached") == 1
+    assert "Traceback" not in result.log and result.duration < 30
+    bad = crawl.start({"queue": "http://127.0.0.1:1/"}, output_format=None).wait(60)
+    assert bad.returncode == 1 and "is not a redis:// or rediss:// URL" in bad.log
+    both = crawl.start({"queue": "redis://127.0.0.1:1/0", "homepage": "http://a.test/"}, output_format=None).wait(60)
+    assert both.returncode == 1 and "queue maps the sites of the queue" in both.log

@@ -1,0 +1,108 @@
+"""The queue's server commands (sitemap_crawl.queue.stream) against a real server: add once,
+take, keep, claim after CLAIM_AFTER, dead-letter after MAX_ATTEMPTS, acknowledge once."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from sitemap_crawl.queue import QueueConfig
+from sitemap_crawl.queue.stream import SiteQueue
+from tests.support.queue_server import QueueServer
+
+T = TypeVar("T")
+
+
+def run(queue: SiteQueue, work: Awaitable[T]) -> T:
+    async def main() -> T:
+        try:
+            return await work
+        finally:
+            await queue.close()
+
+    return asyncio.run(main())
+
+
+def queue_of(server: QueueServer, **options: float) -> SiteQueue:
+    return SiteQueue(QueueConfig(server.url, **options))  # type: ignore[arg-type]
+
+
+def test_the_same_homepage_added_twice_is_queued_once(queue_server: QueueServer) -> None:
+    async def scenario(queue: SiteQueue) -> tuple[tuple[int, int], tuple[int, int], int]:
+        first = await queue.add(["http://a.test/", "http://b.test/", "http://a.test/"])
+        second = await queue.add(["http://b.test/", "http://c.test/"])
+        return first, second, (await queue.status()).enqueued
+
+    queue = queue_of(queue_server)
+    assert run(queue, scenario(queue)) == ((2, 1), (1, 1), 3)
+
+
+def test_take_ack_and_the_status_counts(queue_server: QueueServer) -> None:
+    async def scenario(queue: SiteQueue) -> None:
+        await queue.add([f"http://s{n}.test/" for n in range(5)])
+        leases, dead = await queue.take("w1", 2)
+        assert ([lease.homepage for lease in leases], dead) == (["http://s0.test/", "http://s1.test/"], 0)
+        assert [lease.deliveries for lease in leases] == [1, 1]
+        assert leases[0].attempt == f"{leases[0].entry_id}/1"
+        other, _ = await queue.take("w2", 10)
+        assert [lease.homepage for lease in other] == [f"http://s{n}.test/" for n in range(2, 5)]
+        status = await queue.status()
+        assert (status.enqueued, status.waiting, status.in_flight, status.workers) == (5, 0, 5, {"w1": 2, "w2": 3})
+        assert not await queue.idle()
+        assert await queue.ack([(leases[0].entry_id, 7, False), (leases[1].entry_id, 0, True)]) == 2
+        assert await queue.ack([(leases[0].entry_id, 7, False)]) == 0  # counted once
+        assert await queue.ack([(lease.entry_id, 1, False) for lease in other]) == 3
+        status = await queue.status()
+        assert status.to_dict() == {
+            "enqueued": 5,
+            "waiting": 0,
+            "in_flight": 0,
+            "workers": {},
+            "done": 5,
+            "failed": 1,
+            "dead_lettered": 0,
+            "pages": 10,
+        }
+        assert await queue.idle()
+
+    queue = queue_of(queue_server)
+    run(queue, scenario(queue))
+
+
+def test_a_silent_site_is_claimed_then_dead_lettered(queue_server: QueueServer) -> None:
+    async def scenario(queue: SiteQueue) -> None:
+        await queue.add(["http://kills-its-worker.test/", "http://fine.test/"])
+        first, _ = await queue.take("w1", 1)
+        assert (await queue.take("w2", 0)) == ([], 0)
+        # not silent long enough: w2 gets the other site, not w1's
+        second, _ = await queue.take("w2", 5)
+        assert [lease.homepage for lease in second] == ["http://fine.test/"]
+        await asyncio.sleep(0.35)
+        assert await queue.keep("w2", [second[0].entry_id]) == []  # w2 is alive: its hold is renewed
+        claimed, dead = await queue.take("w3", 5)  # w1 went silent: its site is claimed, w2's is not
+        assert ([(lease.homepage, lease.deliveries, lease.previous_holder) for lease in claimed], dead) == (
+            [("http://kills-its-worker.test/", 2, "w1")],
+            0,
+        )
+        assert await queue.keep("w1", [first[0].entry_id]) == [first[0].entry_id]  # w1 lost it
+        await asyncio.sleep(0.35)
+        again, _ = await queue.take("w4", 5)
+        assert [lease.deliveries for lease in again if lease.homepage.startswith("http://kills")] == [3]
+        await asyncio.sleep(0.35)
+        last, dead = await queue.take("w5", 5)
+        assert [lease.homepage for lease in last] == ["http://fine.test/"]  # w2 stopped renewing
+        assert dead == 1
+        letters = await queue.dead_letters()
+        assert [(letter["homepage"], letter["attempts"]) for letter in letters] == [
+            ("http://kills-its-worker.test/", "3")
+        ]
+        assert letters[0]["reason"].startswith("taken 3 times and never finished (last by w4")
+        status = await queue.status()
+        assert (status.dead, status.in_flight, status.workers) == (1, 1, {"w5": 1})
+
+    queue = queue_of(queue_server, claim_after=0.3, max_attempts=3)
+    started = time.monotonic()
+    run(queue, scenario(queue))
+    assert time.monotonic() - started < 5
