@@ -6,6 +6,8 @@ import logging
 import re
 from urllib.parse import urlsplit
 
+from sitemap_crawl.discovery.since import Since, SinceError, parse_since, parse_undated
+
 logger = logging.getLogger("sitemap_crawl")
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
@@ -73,6 +75,19 @@ def parse_sitemap_urls(value: object) -> list[str]:
         if scheme not in ("http", "https", "file"):
             raise SpiderArgumentError(f"sitemap_urls: {url!r} is not an http, https or file URL")
     return urls
+
+
+def parse_since_arguments(since: object, since_undated: object) -> Since | None:
+    """``since`` and ``since_undated`` as a :class:`Since` filter, or None without ``since``."""
+    try:
+        keep_undated = parse_undated(None if since_undated is None else str(since_undated))
+        if since is None or str(since).strip() == "":
+            if since_undated not in (None, ""):
+                raise SpiderArgumentError("since_undated needs since (example: -a since=7d -a since_undated=drop)")
+            return None
+        return Since(parse_since(str(since)), keep_undated)
+    except SinceError as exc:
+        raise SpiderArgumentError(str(exc)) from None
 
 
 class _HideArgumentErrorTracebacks(logging.Filter):

@@ -61,6 +61,9 @@ SITEMAP_CRAWL_SHARD_FD: int | None = None
 """Internal: the file descriptor on which a helper crawl process sends its output."""
 SITEMAP_CRAWL_KNOWN_PATHS_MODE = "always"
 """``always``: probe the well-known paths; ``fallback``: only when robots.txt declares no sitemap."""
+SITEMAP_CRAWL_HISTORY: str | None = None
+"""Path of the SQLite history file: conditional requests, and a feed of the changes since
+the last run only (docs/incremental.md). None: every run exports every page."""
 SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE = 256 * 1024
 """Smallest body sent to a parsing worker (smaller ones are read inline)."""
 

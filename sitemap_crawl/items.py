@@ -94,6 +94,9 @@ class SitemapPage:
     attempt: str | None = field(default=None, metadata={CONDITIONAL_KEY: True})
     """Queue runs only (``-a queue=``): the attempt at the site that wrote this row, named by
     the site's tree line when it completed (see docs/many-machines.md); left out otherwise."""
+    change: str | None = field(default=None, metadata={CONDITIONAL_KEY: True})
+    """History runs only (SITEMAP_CRAWL_HISTORY): ``added``, ``modified`` or ``removed`` (a
+    removed page's row holds what was last known of it); left out otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict in field order (what JSON feeds write)."""
@@ -146,6 +149,10 @@ class NodeReport:
     error: str | None = None
     page_count: int = 0
     finished: bool = True
+    change: str | None = None
+    """A history run only: ``unchanged`` or ``changed`` (None: not a history run, or not read)."""
+    changes: int | None = None
+    """A history run only: rows the sitemap exported (added + modified + removed pages)."""
 
 
 SitemapNodeItem = NodeReport

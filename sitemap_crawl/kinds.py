@@ -42,6 +42,8 @@ class ErrorReason(StrEnum):
     DNS_LOOKUP_FAILED = "DNS lookup failed"
     CONNECTION_REFUSED = "connection refused"
     CONNECTION_ERROR = "connection error"
+    OLDER_THAN_SINCE = "older than since"
+    """Of an index child not fetched: its own lastmod is before ``-a since``."""
     UNREACHABLE = "unreachable"
     """Of a website node: its robots.txt could not be reached at all (``unreachable: <why>``)."""
 

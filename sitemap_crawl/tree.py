@@ -21,15 +21,23 @@ class TreeNode:
     page_count: int = 0
     finished: bool = True
     children: dict[int, TreeNode] = field(default_factory=dict)
+    change: str | None = None
+    """History runs only: ``unchanged`` / ``changed`` (written only when set)."""
+    changes: int | None = None
+    """History runs only: the rows a changed sitemap exported."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "url": self.url,
             "kind": self.kind,
             "error": self.error,
             "page_count": self.page_count,
-            "sub_sitemaps": [self.children[index].to_dict() for index in sorted(self.children)],
         }
+        if self.change is not None:
+            data["change"] = self.change
+            data["changes"] = self.changes or 0
+        data["sub_sitemaps"] = [self.children[index].to_dict() for index in sorted(self.children)]
+        return data
 
 
 class SitemapTree:
@@ -48,6 +56,8 @@ class SitemapTree:
         error: str | None,
         page_count: int,
         finished: bool,
+        change: str | None = None,
+        changes: int | None = None,
     ) -> TreeNode:
         """Create or update the node at ``path``."""
         node = self._nodes.get(path)
@@ -58,6 +68,8 @@ class SitemapTree:
         else:
             node.url, node.kind, node.error, node.finished = url, kind, error, finished
             node.page_count = page_count if finished else max(node.page_count, page_count)
+        if change is not None:
+            node.change, node.changes = change, changes
         return node
 
     def add_pages(self, path: tuple[int, ...], count: int) -> None:
@@ -129,6 +141,9 @@ class SitemapTree:
                 detail = f"{node.page_count} pages" if node.kind != NodeKind.WEBSITE else ""
                 if node.error:
                     detail = f"{detail}, {node.error}" if detail else node.error
+                if node.change is not None:
+                    change = node.change if not node.changes else f"{node.change}: {node.changes} rows"
+                    detail = f"{detail}, {change}" if detail else change
                 lines.append(f"{'  ' * depth}{node.kind} {node.url}" + (f" ({detail})" if detail else ""))
             stack.extend((depth + 1, node.children[index]) for index in sorted(node.children, reverse=True))
         if hidden:

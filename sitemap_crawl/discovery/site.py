@@ -264,13 +264,24 @@ class SiteDiscovery:
             logger.warning("Sitemap %s is nested deeper than %d levels: depth limit", child.url, self.rules.max_depth)
         self.report(child, NodeKind.INVALID, problem)
 
+    def not_fetched(self, parent: Visit, url: str, index: int, reason: str) -> None:
+        """``parent`` declares the sub-sitemap ``url`` as its ``index``-th child, which is not
+        fetched (``-a since``): an ``invalid`` node saying why."""
+        child = Visit(url, (*parent.path, index), parent.depth + 1, parent.ancestors, CHILD, self.website_url)
+        self.report(child, NodeKind.INVALID, reason)
+
     def report(
-        self, visit: Visit, kind: str, error: str | None = None, page_count: int = 0, finished: bool = True
+        self,
+        visit: Visit,
+        kind: str,
+        error: str | None = None,
+        page_count: int = 0,
+        finished: bool = True,
+        change: str | None = None,
+        changes: int | None = None,
     ) -> None:
-        """Tell the tree about the node of ``visit``."""
-        self._report(
-            NodeReport(path=visit.path, url=visit.url, kind=kind, error=error, page_count=page_count, finished=finished)
-        )
+        """Tell the tree about the node of ``visit`` (``change``/``changes``: history runs)."""
+        self._report(NodeReport(visit.path, visit.url, kind, error, page_count, finished, change, changes))
 
     # -- inside ------------------------------------------------------------------------
 

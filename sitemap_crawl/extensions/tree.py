@@ -126,7 +126,9 @@ class SitemapTreeExtension:
         tree = self.trees.get(key)
         if tree is None:
             tree = self.trees[key] = SitemapTree()
-        tree.report(node.path, node.url, node.kind, node.error, node.page_count, node.finished)
+        tree.report(
+            node.path, node.url, node.kind, node.error, node.page_count, node.finished, node.change, node.changes
+        )
 
     def finish_site(self, site: str, unreachable: str | None = None, attempt: str | None = None) -> None:
         """A site has nothing left to fetch (the ``site_finished`` signal): count it and write

@@ -32,16 +32,27 @@ from sitemap_crawl.arguments import (
     parse_homepage,
     parse_list,
     parse_regex,
+    parse_since_arguments,
     parse_sitemap_urls,
 )
 from sitemap_crawl.discovery import ALWAYS, KNOWN_PATHS_MODES, ROBOTS, FollowRules, SiteDiscovery, Visit
+from sitemap_crawl.discovery.since import Since
 from sitemap_crawl.downloads import MANY_SITES_HANDLER
 from sitemap_crawl.failures import failure_reason
 from sitemap_crawl.gctuning import GcTuning
+from sitemap_crawl.history.store import HistoryError, HistoryStore
+from sitemap_crawl.history.tracker import CHANGED, NOT_MODIFIED, UNCHANGED, HistoryTracker, SitemapChanges
 from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage, SitemapRef
 from sitemap_crawl.kinds import ErrorReason, http_error
 from sitemap_crawl.memory import trim
-from sitemap_crawl.names import META_KEY, NOT_FOLLOWED_STAT, REQUESTS_STAT, SITES_DONE_STAT
+from sitemap_crawl.names import (
+    META_KEY,
+    NOT_FOLLOWED_STAT,
+    REQUESTS_STAT,
+    SINCE_PAGES_DROPPED_STAT,
+    SINCE_SITEMAPS_SKIPPED_STAT,
+    SITES_DONE_STAT,
+)
 from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
@@ -73,6 +84,8 @@ ERROR_STATUSES = range(400, 600)
 """HTTP errors the callback takes as they are (``handle_httpstatus_list``) instead of an
 HttpError failure: most requests of a many-site run are well-known paths that answer 404,
 and the failure path (an exception, a Failure, the errback chain) cost ~10% of its CPU."""
+HISTORY_STATUSES = (NOT_MODIFIED, *ERROR_STATUSES)
+"""A history run's requests are conditional: 304 Not Modified reaches the callback too."""
 TRIM_AFTER_BYTES = 4 << 20
 """Hand free heap memory back to the system once this many body bytes were read since the
 last time (after every sitemap, the call cost ~5% of a many-site run's CPU)."""
@@ -152,6 +165,16 @@ class SitemapsSpider(Spider):
             if (settings.getpriority("DOWNLOADER_STATS") or 0) <= SETTINGS_PRIORITIES["default"]:
                 settings.set("DOWNLOADER_STATS", False, priority="spider")
                 spider.download_counts = DownloadCounts()
+        history_path = crawler.settings.get("SITEMAP_CRAWL_HISTORY")
+        if history_path:
+            store = HistoryStore(history_path)
+            try:
+                store.open_now()  # once, before the crawl starts
+            except HistoryError as exc:
+                logger.error("Bad setting for the %s spider: SITEMAP_CRAWL_HISTORY: %s", spider.name, exc)
+                raise SpiderArgumentError(str(exc)) from None
+            spider.history = HistoryTracker(crawler, store)
+            spider.history.connect()
         crawler.signals.connect(spider._on_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._close_readers, signal=signals.spider_closed)
         if crawler.settings.getbool("SITEMAP_CRAWL_GC_TUNING", True):
@@ -170,6 +193,8 @@ class SitemapsSpider(Spider):
         normalize_homepage: str | bool | None = None,
         follow: str | None = None,
         deny: str | None = None,
+        since: str | None = None,
+        since_undated: str | None = None,
         queue: str | None = None,
         queue_wait: str | bool | None = None,
         **kwargs: Any,
@@ -183,6 +208,7 @@ class SitemapsSpider(Spider):
             self.follow_pattern = parse_regex("follow", follow)
             self.deny_pattern = parse_regex("deny", deny)
             self.start_sitemap_urls = parse_sitemap_urls(sitemap_urls)
+            self.since: Since | None = parse_since_arguments(since, since_undated)
             if homepages_file and (homepage or self.start_sitemap_urls):
                 raise SpiderArgumentError("homepages_file maps the sites of its file: give no homepage or sitemap_urls")
             if queue and (homepage or self.start_sitemap_urls or homepages_file):
@@ -210,6 +236,8 @@ class SitemapsSpider(Spider):
         self._gc_tuning = GcTuning()
         self.arguments: dict[str, Any] = {}
         self.helpers: HelperProcesses | None = None
+        self.history: HistoryTracker | None = None  # SITEMAP_CRAWL_HISTORY, set by from_crawler
+        self._sending: set[asyncio.Task[None]] = set()
         self.known_paths_mode = ALWAYS  # SITEMAP_CRAWL_KNOWN_PATHS_MODE, read by from_crawler
 
     def _setup(self) -> None:
@@ -236,7 +264,8 @@ class SitemapsSpider(Spider):
         self.concurrent_sites = config.concurrent_sites
         if self.homepages is not None:
             shard = config.shard
-            count = 1 if self.queue is not None else config.crawl_processes  # a worker is one process
+            # a queue worker is one process; a history run too (one history file, one writer)
+            count = 1 if self.queue is not None or self.history is not None else config.crawl_processes
             if self.queue is not None and config.crawl_processes > 1 and self.settings.get("SITEMAP_CRAWL_PROCESSES"):
                 logger.info("A queue worker is one crawl process (SITEMAP_CRAWL_PROCESSES is not used): start more")
             spider_path = f"{type(self).__module__}.{type(self).__qualname__}"
@@ -385,6 +414,8 @@ class SitemapsSpider(Spider):
         readers = getattr(self, "_readers", None)
         if readers is not None:
             await readers.close()
+        if self.history is not None:
+            await self.history.close()
 
     def _on_idle(self) -> None:
         """Nothing in flight: finish the sites that are done (probing their well-known paths
@@ -403,7 +434,25 @@ class SitemapsSpider(Spider):
         engine = self.crawler.engine
         assert engine is not None
         self.requests_sent += 1
-        engine.crawl(self._request(visit))
+        if self.history is None:
+            engine.crawl(self._request(visit))
+            return
+        task = asyncio.ensure_future(self._send_conditional(visit))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send_conditional(self, visit: Visit) -> None:
+        """A history run: the request carries the sitemap's stored validators."""
+        assert self.history is not None and self.crawler.engine is not None
+        try:
+            headers = await self.history.request_headers(visit.url)
+        except Exception as exc:  # the file went bad during the run: fetch it as a new sitemap
+            logger.error("Could not read the history of %s: %s", visit.url, exc)
+            headers = {}
+        request = self._request(visit)
+        if headers:
+            request.headers.update(headers)
+        self.crawler.engine.crawl(request)
 
     def _report_node(self, website_url: str, node: NodeReport) -> None:
         """Tell the tree about a node (the sitemap_node signal)."""
@@ -415,6 +464,8 @@ class SitemapsSpider(Spider):
             self._body_bytes_since_trim = 0
             trim()
         self.sitemaps_done += 1
+        if self.history is not None:
+            self.history.forget(visit.url)  # what was read for its request, if still held
         self.gate.release(host_of(visit.url))
         discovery = self.sites.get(visit.site)
         if discovery is not None:
@@ -434,9 +485,32 @@ class SitemapsSpider(Spider):
                 "download_warnsize": self.sitemap_download_maxsize,
                 # a body that breaks off keeps the pages before the break ("truncated")
                 "download_fail_on_dataloss": False,
-                "handle_httpstatus_list": ERROR_STATUSES,
+                "handle_httpstatus_list": ERROR_STATUSES if self.history is None else HISTORY_STATUSES,
             },
         )
+
+    async def _changed_rows(self, visit: Visit, changes: SitemapChanges, partial: bool) -> AsyncIterator[Any]:
+        """A history run: the rows of a changed sitemap (added, modified, removed); its new
+        state is committed once the last one is written."""
+        assert self.history is not None
+        rows = await self.history.rows(changes, partial)
+        since = self.since
+        if since is not None:  # recorded as seen all the same: since filters what is exported
+            kept = [row for row in rows if since.keeps_page(row.last_modified)]
+            if len(kept) < len(rows):
+                self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, len(rows) - len(kept))
+            rows = kept
+        history = self.history
+        if self.batch_size:
+            for start in range(0, len(rows), self.batch_size):
+                batch = PageBatch(visit.url, visit.path, rows[start : start + self.batch_size], visit.site)
+                history.track(changes, batch)
+                yield batch
+        else:
+            for row in rows:
+                history.track(changes, row)
+                yield row
+        history.finish(changes)
 
     def sitemap_failed(self, failure: Failure) -> None:
         """Errback: the sitemap could not be downloaded; record why."""
@@ -447,6 +521,8 @@ class SitemapsSpider(Spider):
             return
         if self.download_counts is not None:
             self.download_counts.exception(failure.value)
+        if self.history is not None:
+            self.history.forget(visit.url)
         discovery = self.sites.get(visit.site)
         if discovery is not None:
             discovery.failed(visit, failure_reason(failure))
@@ -470,11 +546,28 @@ class SitemapsSpider(Spider):
         if self.download_counts is not None:
             self.download_counts.response(response.status)
         if response.status in ERROR_STATUSES:
+            if self.history is not None:
+                self.history.forget(visit.url)
             discovery.failed(visit, http_error(response.status))
             return
         final_url = response.url
         if final_url != visit.url and not discovery.redirected(visit, final_url):
+            if self.history is not None:
+                self.history.forget(visit.url)
             return
+        changes: SitemapChanges | None = None
+        if self.history is not None:
+            state = self.history.unchanged(visit.url, response)
+            if state is not None:  # 304 or the same body: no parse, no export
+                lineage = visit.ancestors | {visit.url, final_url}
+                for index, child in self.history.replay(state):
+                    discovery.declare(visit, child, index, lineage)
+                discovery.report(visit, state.kind, None, state.page_count, change=UNCHANGED, changes=0)
+                return
+            if response.status == NOT_MODIFIED:  # never asked for: no stored body to reuse
+                self.history.forget(visit.url)
+                discovery.failed(visit, http_error(response.status))
+                return
         is_robots = visit.role == ROBOTS
         body = response.body
         self._body_bytes_since_trim += len(body)
@@ -498,11 +591,19 @@ class SitemapsSpider(Spider):
                 logger.warning("Sitemap %s is invalid: %s (%s)", visit.url, reader.error, reader.detail)
                 discovery.report(visit, INVALID, reader.error)
                 return
-            async for output in self._read_entries(discovery, visit, reader, final_url, broken_off):
+            if self.history is not None:
+                changes = self.history.start(visit.url, reader.kind, response)
+            async for output in self._read_entries(discovery, visit, reader, final_url, broken_off, changes):
                 yield output
 
     async def _read_entries(
-        self, discovery: SiteDiscovery, visit: Visit, reader: Any, final_url: str, broken_off: bool = False
+        self,
+        discovery: SiteDiscovery,
+        visit: Visit,
+        reader: Any,
+        final_url: str,
+        broken_off: bool = False,
+        changes: SitemapChanges | None = None,
     ) -> AsyncIterator[Any]:
         website = visit.site
         attempt = self.queue.attempt_of(website) if self.queue is not None else None
@@ -512,18 +613,26 @@ class SitemapsSpider(Spider):
         batch: list[SitemapPage] = []
         announced = False
         redirected = visit.url != final_url
+        since = self.since
+        dropped = 0
         async for entries in reader.chunks():
             if not announced:
                 announced = True
                 discovery.report(visit, reader.kind, finished=False)
             for entry in entries:
                 if type(entry) is SitemapPage:
+                    if since is not None and changes is None and not since.keeps_page(entry.last_modified):
+                        page_count += 1
+                        dropped += 1
+                        continue
                     if redirected:
                         entry.sitemap_url = visit.url
                     entry.website = website
                     entry.attempt = attempt
                     page_count += 1
-                    if self.batch_size:
+                    if changes is not None:
+                        changes.add_page(entry)
+                    elif self.batch_size:
                         batch.append(entry)
                         if len(batch) >= self.batch_size:
                             yield PageBatch(visit.url, visit.path, batch, website)
@@ -535,11 +644,23 @@ class SitemapsSpider(Spider):
                     if not discovery.follows(entry.url, reader.kind):
                         self.crawler.stats.inc_value(NOT_FOLLOWED_STAT)
                         continue
+                    if since is not None and reader.kind == XML_INDEX and since.skips_sitemap(entry.last_modified):
+                        discovery.not_fetched(visit, entry.url, child_index, ErrorReason.OLDER_THAN_SINCE)
+                        self.crawler.stats.inc_value(SINCE_SITEMAPS_SKIPPED_STAT)
+                        child_index += 1
+                        continue
                     discovery.declare(visit, entry.url, child_index, lineage)
+                    if changes is not None:
+                        changes.add_child(entry.url)
                     child_index += 1
         self.pages_read += page_count
+        if dropped:
+            self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, dropped)
         if batch:
             yield PageBatch(visit.url, visit.path, batch, website)
+        if changes is not None:
+            async for output in self._changed_rows(visit, changes, bool(reader.error) or broken_off):
+                yield output
         if reader.kind == ROBOTS_TXT and not announced:
             # a robots.txt that names no sitemap stays in the tree, with no children
             logger.info("robots.txt %s declares no sitemap", visit.url)
@@ -550,4 +671,7 @@ class SitemapsSpider(Spider):
         if reader.error:
             logger.warning("Sitemap %s: %s (%s)", visit.url, reader.error, reader.detail)
         error = reader.error or (ErrorReason.TRUNCATED if broken_off else None)
-        discovery.report(visit, reader.kind, error, page_count)
+        if changes is not None:
+            discovery.report(visit, reader.kind, error, page_count, change=CHANGED, changes=changes.rows)
+        else:
+            discovery.report(visit, reader.kind, error, page_count)

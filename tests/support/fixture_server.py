@@ -96,6 +96,9 @@ class Route:
     fail_times: answer ``fail_status`` (503) to the first N requests of this path,
         then answer normally.
     format_bytes: also substitute ``{base}`` in a bytes body.
+    etag / last_modified: validators sent with the body (``ETag``, ``Last-Modified``); a
+        request whose ``If-None-Match`` equals the ETag, or (without If-None-Match) whose
+        ``If-Modified-Since`` equals Last-Modified, gets 304 Not Modified and no body.
     """
 
     body: bytes | str = b""
@@ -113,6 +116,8 @@ class Route:
     fail_times: int = 0
     fail_status: int = 503
     format_bytes: bool = False
+    etag: str | None = None
+    last_modified: str | None = None
 
     def __post_init__(self) -> None:
         if self.trickle is not None and (self.trickle[0] < 1 or self.trickle[1] < 0):
@@ -296,7 +301,21 @@ class _Handler(BaseHTTPRequestHandler):
             body = f"<html><body><h1>{route.fail_status}</h1></body></html>\n".encode()
             self._send(route.fail_status, body, [("Content-Type", "text/html")], head=head)
             return
+        validators = [
+            (name, value) for name, value in (("ETag", route.etag), ("Last-Modified", route.last_modified)) if value
+        ]
+        if validators and self._not_modified(route):
+            self._send(304, b"", [*validators, ("Content-Length", "0")], head=True)
+            return
         self._send_route(route, head=head)
+
+    def _not_modified(self, route: Route) -> bool:
+        """Whether the request's conditional headers match the route's validators."""
+        match = self.headers.get("If-None-Match")
+        if match is not None:
+            return route.etag is not None and route.etag in [tag.strip() for tag in match.split(",")]
+        since = self.headers.get("If-Modified-Since")
+        return since is not None and route.last_modified is not None and since == route.last_modified
 
     def _send_route(self, route: Route, *, head: bool) -> None:
         site = self.server.site
@@ -312,6 +331,10 @@ class _Handler(BaseHTTPRequestHandler):
         if route.gzip_encoding:
             body = gzip.compress(body, mtime=0)
             headers.append(("Content-Encoding", "gzip"))
+        if route.etag:
+            headers.append(("ETag", route.etag))
+        if route.last_modified:
+            headers.append(("Last-Modified", route.last_modified))
         overridden = {name.lower() for name in route.headers}
         headers = [(name, value) for name, value in headers if name.lower() not in overridden]
         headers.extend((name, site.format(value)) for name, value in route.headers.items())

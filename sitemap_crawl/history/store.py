@@ -1,0 +1,178 @@
+"""The history file: SQLite (the standard library's), used on ONE worker thread of its own.
+
+Every call goes to that thread and returns an awaitable, so the reactor never waits on
+the disk. A sitemap's new state (validators, body hash, children, pages) replaces the
+old one in one transaction: a run stopped at any moment leaves each sitemap either as
+the last run saw it or as this run saw it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import zlib
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+APP = "sitemap_crawl-history"
+"""The application marker in the ``meta`` table: a file without it is not a history."""
+VERSION = "1"
+"""The schema version this code reads and writes."""
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS sitemaps (id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE, etag TEXT, "
+    "last_modified TEXT, body_hash TEXT, kind TEXT NOT NULL, page_count INTEGER NOT NULL, children TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS pages (sitemap_id INTEGER NOT NULL, url TEXT NOT NULL, hash TEXT NOT NULL, "
+    "record BLOB NOT NULL, PRIMARY KEY (sitemap_id, url)) WITHOUT ROWID",
+)
+
+
+class HistoryError(Exception):
+    """The history file cannot be used (not SQLite, another program's, a newer version)."""
+
+
+@dataclass(slots=True)
+class SitemapState:
+    """What the history holds of one sitemap, pages aside."""
+
+    url: str
+    kind: str
+    etag: str | None = None
+    last_modified: str | None = None
+    body_hash: str | None = None
+    page_count: int = 0
+    children: list[str] = field(default_factory=list)
+
+
+StoredPages = dict[str, tuple[str, bytes]]
+"""Page URL -> (record hash, record JSON) of one sitemap (the file holds the JSON
+compressed: compressed and decompressed on the store's thread, off the reactor's)."""
+
+
+class HistoryStore:
+    """The history file. ``await store.open()`` first; every method runs on the store's thread."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemap-history")
+        self._db: sqlite3.Connection | None = None
+
+    async def _run(self, function: Callable[..., T], *args: Any) -> T:
+        return await asyncio.wrap_future(self._executor.submit(function, *args))
+
+    async def open(self) -> None:
+        """Open (or create) the file and check it is a history of this version."""
+        await self._run(self._open)
+
+    async def state(self, url: str) -> SitemapState | None:
+        """The stored state of a sitemap, or None when it was never seen."""
+        return await self._run(self._state, url)
+
+    async def pages(self, url: str) -> StoredPages:
+        """The stored pages of a sitemap."""
+        return await self._run(self._pages, url)
+
+    def commit(self, state: SitemapState, pages: Iterable[tuple[str, str, bytes]] | None) -> Future[None]:
+        """Queue the replacement of a sitemap's state, and of its pages when ``pages`` is given
+        (url, hash, record); writes happen in the order they were queued."""
+        return self._executor.submit(self._commit, state, None if pages is None else list(pages))
+
+    def open_now(self) -> None:
+        """:meth:`open`, waiting for it: once, before the crawl starts (nothing else runs yet)."""
+        self._executor.submit(self._open).result()
+
+    async def close(self) -> None:
+        """Wait for the writes queued, close the file and the thread."""
+        if self._db is not None:
+            await self._run(self._close)
+        self._executor.shutdown(wait=True)
+
+    # -- on the store's thread -------------------------------------------------------------
+
+    def _open(self) -> None:
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if tables and "meta" not in tables:
+                raise HistoryError(f"{self.path} is not a sitemap_crawl history (an SQLite file of another program)")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("BEGIN")
+            for statement in _SCHEMA:
+                db.execute(statement)
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            if not meta:
+                db.executemany("INSERT INTO meta VALUES (?, ?)", [("app", APP), ("version", VERSION)])
+            elif meta.get("app") != APP:
+                raise HistoryError(f"{self.path} is not a sitemap_crawl history (an SQLite file of another program)")
+            elif meta.get("version") != VERSION:
+                raise HistoryError(
+                    f"{self.path} is a history of version {meta.get('version')}; this sitemap_crawl reads {VERSION}"
+                )
+            db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"{self.path} is not a usable SQLite file ({exc})") from None
+        self._db = db
+
+    def _state(self, url: str) -> SitemapState | None:
+        assert self._db is not None
+        row = self._db.execute(
+            "SELECT kind, etag, last_modified, body_hash, page_count, children FROM sitemaps WHERE url = ?", (url,)
+        ).fetchone()
+        if row is None:
+            return None
+        kind, etag, last_modified, body_hash, page_count, children = row
+        return SitemapState(url, kind, etag, last_modified, body_hash, page_count, json.loads(children))
+
+    def _pages(self, url: str) -> StoredPages:
+        assert self._db is not None
+        rows = self._db.execute(
+            "SELECT pages.url, hash, record FROM pages JOIN sitemaps ON sitemaps.id = sitemap_id "
+            "WHERE sitemaps.url = ?",
+            (url,),
+        )
+        return {page: (digest, zlib.decompress(record)) for page, digest, record in rows}
+
+    def _commit(self, state: SitemapState, pages: list[tuple[str, str, bytes]] | None) -> None:
+        db = self._db
+        assert db is not None
+        db.execute("BEGIN")
+        try:
+            (sitemap_id,) = db.execute(
+                "INSERT INTO sitemaps (url, etag, last_modified, body_hash, kind, page_count, children) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, "
+                "last_modified = excluded.last_modified, body_hash = excluded.body_hash, kind = excluded.kind, "
+                "page_count = excluded.page_count, children = excluded.children RETURNING id",
+                (
+                    state.url,
+                    state.etag,
+                    state.last_modified,
+                    state.body_hash,
+                    state.kind,
+                    state.page_count,
+                    json.dumps(state.children),
+                ),
+            ).fetchone()
+            if pages is not None:
+                db.execute("DELETE FROM pages WHERE sitemap_id = ?", (sitemap_id,))
+                db.executemany(
+                    "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)",
+                    [(sitemap_id, url, digest, zlib.compress(record, 1)) for url, digest, record in pages],
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _close(self) -> None:
+        if self._db is not None:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # one file at rest, no large -wal beside it
+            self._db.close()
+            self._db = None

@@ -1,0 +1,243 @@
+"""The spider's side of SITEMAP_CRAWL_HISTORY.
+
+Per sitemap: the stored validators go on the request (``If-None-Match`` /
+``If-Modified-Since``); a 304, or a body with the stored hash, means unchanged (no parse,
+no export; an index's children are declared again from the stored list, each checked
+with its own validators); a changed sitemap's pages are diffed against the stored ones
+and only the differences leave, as :class:`SitemapPage` rows. The sitemap's new state is
+committed only once its last row has been written to the feeds (``item_scraped`` of that
+row, the feed files flushed), so a run killed halfway leaves a history the next run
+trusts, and each change is exported exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import logging
+from collections.abc import Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from scrapy.crawler import Crawler
+from scrapy.extensions.feedexport import FeedExporter
+from scrapy.http import Response
+
+from sitemap_crawl.codec import page_from_dict
+from sitemap_crawl.history.diff import ADDED, MODIFIED, REMOVED, diff_pages
+from sitemap_crawl.history.store import HistoryStore, SitemapState
+from sitemap_crawl.items import SitemapPage
+from sitemap_crawl.names import HISTORY_STATS_PREFIX
+
+logger = logging.getLogger(__name__)
+
+NOT_MODIFIED = 304
+UNCHANGED = "unchanged"
+CHANGED = "changed"
+"""A history run's tree: what became of each sitemap read."""
+
+
+def body_hash(body: bytes) -> str:
+    """The hash of a sitemap body (as downloaded, after any Content-Encoding)."""
+    return hashlib.blake2b(body, digest_size=16).hexdigest()
+
+
+def _record_hash(record: bytes) -> str:
+    return hashlib.blake2b(record, digest_size=8).hexdigest()
+
+
+def _changed(page: SitemapPage, change: str) -> SitemapPage:
+    return dataclasses.replace(page, change=change)
+
+
+@dataclass(slots=True)
+class SitemapChanges:
+    """One changed sitemap being read: its pages (url -> hash, record), its children."""
+
+    url: str
+    before: SitemapState | None
+    after: SitemapState
+    pages: dict[str, tuple[str, bytes, SitemapPage]] = field(default_factory=dict)
+    rows: int = 0
+    """The rows it exported (set by ``rows``)."""
+    unwritten: int = 0
+    """Its rows given to Scrapy and not yet written to the feeds."""
+    all_given: bool = False
+    """Whether every row has been given to Scrapy."""
+    to_commit: list[tuple[str, str, bytes]] | None = None
+    """The pages the history will hold for it, once its rows are written (set by ``rows``)."""
+
+    def add_page(self, page: SitemapPage) -> None:
+        if page.url not in self.pages:
+            record = orjson.dumps(page)
+            self.pages[page.url] = (_record_hash(record), record, page)
+
+    def add_child(self, url: str) -> None:
+        self.after.children.append(url)
+
+
+class HistoryTracker:
+    """Validators, unchanged / changed decisions and commits, for the ``sitemaps`` spider."""
+
+    def __init__(self, crawler: Crawler, store: HistoryStore) -> None:
+        self.crawler = crawler
+        self.store = store
+        self._states: dict[str, SitemapState | None] = {}
+        """The stored state of each sitemap in flight (read before its request was sent)."""
+        self._commits: dict[int, tuple[Any, SitemapChanges]] = {}
+        """id(item given to Scrapy) -> (that item, the changed sitemap whose rows it holds)."""
+
+    def connect(self) -> None:
+        """Listen for rows written to the feeds (after the feed exporters: connected later)."""
+        from scrapy import signals
+
+        self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
+        self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
+
+    def _inc(self, what: str, count: int = 1) -> None:
+        if count:
+            self.crawler.stats.inc_value(f"{HISTORY_STATS_PREFIX}/{what}", count)
+
+    async def request_headers(self, url: str) -> dict[str, str]:
+        """Read a sitemap's stored state; the conditional headers its request carries."""
+        state = await self.store.state(url)
+        self._states[url] = state
+        headers: dict[str, str] = {}
+        if state is not None and state.body_hash is not None:
+            if state.etag:
+                headers["If-None-Match"] = state.etag
+            if state.last_modified:
+                headers["If-Modified-Since"] = state.last_modified
+        return headers
+
+    def forget(self, url: str) -> None:
+        """The sitemap's request failed: drop what was read for it."""
+        self._states.pop(url, None)
+
+    def unchanged(self, url: str, response: Response) -> SitemapState | None:
+        """The stored state when the response says the sitemap did not change (304, or the
+        stored body hash), else None. The state read for the request is let go either way."""
+        state = self._states.pop(url, None)
+        if state is None or state.body_hash is None:
+            self._states[url] = state  # read again by start()
+            return None
+        if response.status == NOT_MODIFIED:
+            self._inc("not_modified")
+            self._inc("unchanged")
+            return state
+        digest = body_hash(response.body)
+        if digest == state.body_hash:
+            self._inc("unchanged")
+            etag, modified = _validators(response)
+            if (etag, modified) != (state.etag, state.last_modified):
+                state.etag, state.last_modified = etag, modified
+                self._submit(self.store.commit(state, None))
+            return state
+        self._states[url] = state
+        return None
+
+    def start(self, url: str, kind: str, response: Response) -> SitemapChanges:
+        """A changed (or new) sitemap: collect what it lists."""
+        before = self._states.pop(url, None)
+        etag, modified = _validators(response)
+        after = SitemapState(url, kind, etag, modified, body_hash(response.body))
+        self._inc("changed")
+        return SitemapChanges(url, before, after)
+
+    async def rows(self, changes: SitemapChanges, partial: bool) -> list[SitemapPage]:
+        """The rows of a changed sitemap: added, modified, then removed pages. With ``partial``
+        (a body read only in part) no page is removed, and the next run reads it again."""
+        stored = await self.store.pages(changes.url)  # also without a state: the same URL may be in flight twice
+        current = changes.pages
+        diff = diff_pages(
+            {url: digest for url, (digest, _record) in stored.items()},
+            {url: digest for url, (digest, _record, _page) in current.items()},
+            with_removed=not partial,
+        )
+        rows = [_changed(current[url][2], ADDED) for url in diff.added]
+        rows += [_changed(current[url][2], MODIFIED) for url in diff.modified]
+        for url in diff.removed:
+            page = page_from_dict(orjson.loads(stored[url][1]))
+            rows.append(_changed(page, REMOVED))
+        self._inc(ADDED, len(diff.added))
+        self._inc(MODIFIED, len(diff.modified))
+        self._inc(REMOVED, len(diff.removed))
+        after = changes.after
+        after.page_count = len(current)
+        pages = [(url, digest, record) for url, (digest, record, _page) in current.items()]
+        if partial:
+            after.etag = after.last_modified = after.body_hash = None
+            pages += [(url, digest, record) for url, (digest, record) in stored.items() if url not in current]
+        changes.to_commit = pages
+        changes.rows = len(rows)
+        changes.pages.clear()  # the rows hold what is exported
+        return rows
+
+    def track(self, changes: SitemapChanges, item: Any) -> None:
+        """``item`` (a row or a batch of rows of ``changes``) is about to be given to Scrapy."""
+        changes.unwritten += 1
+        self._commits[id(item)] = (item, changes)
+
+    def finish(self, changes: SitemapChanges) -> None:
+        """Every row of ``changes`` was given to Scrapy: commit once all are written (items of
+        one callback may be written out of order, CONCURRENT_ITEMS at a time)."""
+        changes.all_given = True
+        if changes.unwritten == 0:
+            self._commit(changes)
+
+    def _item_written(self, item: Any, **_kwargs: Any) -> None:
+        pending = self._commits.pop(id(item), None)
+        if pending is None or pending[0] is not item:
+            return
+        changes = pending[1]
+        changes.unwritten -= 1
+        if changes.all_given and changes.unwritten == 0:
+            # after every receiver of this signal (the feed exporters may come after this one)
+            asyncio.get_running_loop().call_soon(self._commit, changes)
+
+    def _commit(self, changes: SitemapChanges) -> None:
+        self._flush_feeds()
+        self._submit(self.store.commit(changes.after, changes.to_commit))
+        changes.to_commit = None
+
+    def _flush_feeds(self) -> None:
+        """Push the rows written so far to the feed files (a kill after this keeps them)."""
+        extensions = getattr(self.crawler.extensions, "middlewares", ())
+        for extension in extensions:
+            if isinstance(extension, FeedExporter):
+                for slot in extension.slots:
+                    file = getattr(slot, "file", None)
+                    if file is not None and hasattr(file, "flush") and not getattr(file, "closed", False):
+                        file.flush()
+
+    @staticmethod
+    def _submit(future: Future[None]) -> None:
+        future.add_done_callback(_log_failure)
+
+    async def close(self) -> None:
+        """Wait for every commit queued (the sitemaps whose rows were not all written are
+        not committed: the next run exports their changes)."""
+        self._commits.clear()
+        await self.store.close()
+
+    def replay(self, state: SitemapState) -> Iterator[tuple[int, str]]:
+        """The children of an unchanged sitemap, as stored."""
+        return enumerate(state.children)
+
+
+def _validators(response: Response) -> tuple[str | None, str | None]:
+    etag = response.headers.get(b"ETag")
+    modified = response.headers.get(b"Last-Modified")
+    return (
+        etag.decode("latin-1") if etag else None,
+        modified.decode("latin-1") if modified else None,
+    )
+
+
+def _log_failure(future: Future[None]) -> None:
+    error = future.exception()
+    if error is not None:
+        logger.error("Could not write the history: %s", error)

@@ -1,0 +1,254 @@
+"""SITEMAP_CRAWL_HISTORY end to end: the first run exports every page as ``added``; a
+second run of an unchanged site sends conditional requests (304) or finds the same body
+and exports nothing; a changed sitemap exports exactly its added / modified / removed
+pages, in every feed format; a bad history file stops the crawl with one error line."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import Route, robots, sitemapindex, urlset
+from tests.support.crawl import CrawlRunner
+from tests.support.fixture_server import FixtureServer, SiteFactory
+
+FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
+DATE = "Mon, 06 May 2024 10:00:00 GMT"
+
+
+def _site(fixture_site: SiteFactory, validators: bool = True) -> FixtureServer:
+    def route(body: str, tag: str) -> Route:
+        return Route(body, etag=f'"{tag}"', last_modified=DATE) if validators else Route(body)
+
+    return fixture_site(
+        {
+            "/robots.txt": robots("{base}/index.xml"),
+            "/index.xml": route(sitemapindex("{base}/a.xml", "{base}/b.xml"), "i1"),
+            "/a.xml": route(
+                urlset(
+                    {"loc": "{base}/a1", "lastmod": "2024-05-01"},
+                    {"loc": "{base}/a2", "lastmod": "2024-05-01"},
+                    {"loc": "{base}/a3", "priority": 0.3},
+                ),
+                "a1",
+            ),
+            "/b.xml": route(urlset("{base}/b1", "{base}/b2"), "b1"),
+        }
+    )
+
+
+def _change_a(site: FixtureServer, validators: bool = True) -> None:
+    body = urlset(
+        {"loc": "{base}/a1", "lastmod": "2024-05-01"},  # unchanged
+        {"loc": "{base}/a2", "lastmod": "2024-05-07"},  # modified
+        {"loc": "{base}/a4"},  # added; a3 removed
+    )
+    site["/a.xml"] = Route(body, etag='"a2"', last_modified=DATE) if validators else Route(body)
+
+
+def _run(crawl: CrawlRunner, site: FixtureServer, history: Path, output_format: str = "jsonl", **settings: Any):  # type: ignore[no-untyped-def]
+    return crawl(
+        {"homepage": site.base, "use_known_paths": False},
+        settings={**FAST, "SITEMAP_CRAWL_HISTORY": str(history), **settings},
+        output_format=output_format,
+    ).assert_ok()
+
+
+def _nodes(result: Any) -> list[tuple[str, dict[str, Any]]]:
+    return [(node["url"], node) for _depth, node in result.walk() if node["kind"] != "website"]
+
+
+def _changes(rows: list[dict[str, Any]], base: str) -> list[tuple[str, str]]:
+    return sorted((row["url"].removeprefix(base), row["change"]) for row in rows)
+
+
+def test_first_run_exports_every_page_as_added(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    site = _site(fixture_site)
+
+    result = _run(crawl, site, tmp_path / "history.sqlite")
+
+    assert _changes(result.pages, site.base) == [(f"/{p}", "added") for p in ("a1", "a2", "a3", "b1", "b2")]
+    assert result.stats["sitemap_crawl/history/added"] == 5
+    assert result.kinds()[site.url("/a.xml")] == "xml_urlset"
+
+
+def test_plain_runs_have_no_change_field(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = _site(fixture_site)
+
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=FAST).assert_ok()
+
+    assert len(result.pages) == 5
+    assert all("change" not in row for row in result.pages)
+
+
+def test_an_unchanged_site_answers_304_and_exports_nothing(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    first = _run(crawl, site, history)
+    site.reset()
+
+    second = _run(crawl, site, history)
+
+    assert second.pages == []
+    for path in ("/index.xml", "/a.xml", "/b.xml"):
+        (request,) = site.requests_for(path)
+        assert request.header("If-None-Match") == f'"{path[1]}1"', path
+        assert request.header("If-Modified-Since") == DATE
+    assert second.stats["sitemap_crawl/history/not_modified"] == 3
+    changes = {url: (node["kind"], node["page_count"], node["change"], node["changes"]) for url, node in _nodes(second)}
+    assert changes == {
+        site.url("/robots.txt"): ("robots_txt", 0, "unchanged", 0),  # no validators: the same body
+        site.url("/index.xml"): ("xml_index", 0, "unchanged", 0),
+        site.url("/a.xml"): ("xml_urlset", 3, "unchanged", 0),
+        site.url("/b.xml"): ("xml_urlset", 2, "unchanged", 0),
+    }, second.tree_text()
+    assert {url: node["change"] for url, node in _nodes(first)} == dict.fromkeys(changes, "changed")
+    assert "(3 pages, unchanged)" in second.log
+
+
+def test_the_same_body_without_validators_exports_nothing(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = _site(fixture_site, validators=False)
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site.reset()
+
+    second = _run(crawl, site, history)
+
+    assert second.pages == []
+    assert site.requests_for("/a.xml")[0].header("If-None-Match") is None
+    assert second.stats["sitemap_crawl/history/unchanged"] == 4  # robots.txt too
+    assert "sitemap_crawl/history/not_modified" not in second.stats
+
+
+@pytest.mark.parametrize("output_format", ["jsonl", "json", "csv", "xml"])
+def test_a_changed_sitemap_exports_exactly_its_changes(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path, output_format: str
+) -> None:
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history, output_format)
+    _change_a(site)
+
+    result = _run(crawl, site, history, output_format)
+
+    assert _changes(result.pages, site.base) == [("/a2", "modified"), ("/a3", "removed"), ("/a4", "added")]
+    assert [node["changes"] for url, node in _nodes(result) if url == site.url("/a.xml")] == [3]
+    by_url = {row["url"]: row for row in result.pages}
+    assert by_url[site.url("/a2")]["last_modified"] == "2024-05-07"
+    assert str(by_url[site.url("/a3")]["priority"]) == "0.3"  # what was last known of it
+    assert by_url[site.url("/a3")]["sitemap_url"] == site.url("/a.xml")
+
+    third = _run(crawl, site, history, output_format)
+    assert third.pages == []
+
+
+def test_one_page_per_item_and_no_batches(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    site = _site(fixture_site, validators=False)
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history, SITEMAP_CRAWL_BATCH_SIZE=0)
+    _change_a(site, validators=False)
+
+    result = _run(crawl, site, history, SITEMAP_CRAWL_BATCH_SIZE=0)
+
+    assert _changes(result.pages, site.base) == [("/a2", "modified"), ("/a3", "removed"), ("/a4", "added")]
+
+
+def test_an_unchanged_index_still_checks_its_children(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site["/b.xml"] = Route(urlset("{base}/b1"), etag='"b2"', last_modified=DATE)
+
+    result = _run(crawl, site, history)
+
+    assert _changes(result.pages, site.base) == [("/b2", "removed")]
+    assert result.stats["sitemap_crawl/history/not_modified"] == 2  # the index and a.xml
+
+
+def test_the_history_holds_one_row_per_page(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+
+    with sqlite3.connect(history) as db:
+        pages = db.execute(
+            "SELECT pages.url, record FROM pages JOIN sitemaps ON sitemaps.id = sitemap_id WHERE sitemaps.url = ?",
+            (site.url("/a.xml"),),
+        ).fetchall()
+        children = db.execute("SELECT children FROM sitemaps WHERE url = ?", (site.url("/index.xml"),)).fetchone()
+    assert sorted(url for url, _ in pages) == [site.url(f"/a{i}") for i in (1, 2, 3)]
+    assert json.loads(children[0]) == [site.url("/a.xml"), site.url("/b.xml")]
+
+
+def _foreign(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE customers (id INTEGER)")
+
+
+def _garbage(path: Path) -> None:
+    path.write_bytes(b"this is not a database\n" * 100)
+
+
+@pytest.mark.parametrize(("make", "says"), [(_foreign, "not a sitemap_crawl history"), (_garbage, "not a usable")])
+def test_a_bad_history_file_stops_the_crawl_with_one_error_line(
+    crawl: CrawlRunner, tmp_path: Path, make: Any, says: str
+) -> None:
+    history = tmp_path / "history.sqlite"
+    make(history)
+
+    result = crawl(
+        {"homepage": "http://127.0.0.1:9/"}, settings={**FAST, "SITEMAP_CRAWL_HISTORY": str(history)}, timeout=60
+    )
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.log, result.log
+    errors = result.log_lines("ERROR") + result.log_lines("CRITICAL")
+    assert len(errors) == 1, result.log
+    assert says in errors[0] and "SITEMAP_CRAWL_HISTORY" in errors[0]
+
+
+def test_since_filters_the_rows_of_a_history_run(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    arguments = {"homepage": site.base, "use_known_paths": False, "since": "2024-05-05", "since_undated": "drop"}
+    settings = {**FAST, "SITEMAP_CRAWL_HISTORY": str(history)}
+
+    first = crawl(arguments, settings=settings).assert_ok()
+    _change_a(site)
+    second = crawl(arguments, settings=settings).assert_ok()
+
+    assert first.pages == []  # every page is older than since or undated
+    assert _changes(second.pages, site.base) == [("/a2", "modified")]  # a3 removed, a4 added: undated
+    assert crawl(arguments, settings=settings).assert_ok().pages == []
+
+
+def test_a_sitemap_under_two_indexes_exports_nothing_when_unchanged(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/one.xml", "{base}/two.xml"),
+            "/one.xml": sitemapindex("{base}/shared.xml"),
+            "/two.xml": sitemapindex("{base}/shared.xml"),
+            "/shared.xml": Route(urlset("{base}/p1", "{base}/p2"), etag='"s1"'),
+        }
+    )
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+
+    second = _run(crawl, site, history)
+
+    assert second.pages == []
+    site["/shared.xml"] = Route(urlset("{base}/p1"), etag='"s2"')
+    third = _run(crawl, site, history)
+    assert {(row["url"], row["change"]) for row in third.pages} == {(site.url("/p2"), "removed")}
