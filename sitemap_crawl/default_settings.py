@@ -30,6 +30,8 @@ SITEMAP_CRAWL_TREE_FILE: str | None = None
 """Where the sitemap tree is written as JSON (None: not written)."""
 SITEMAP_CRAWL_AUDIT_FILE: str | None = None
 """Where the audit's findings are written as JSON lines (None: no audit; docs/audit.md)."""
+SITEMAP_CRAWL_REPORT_FILE: str | None = None
+"""Where the audit's self-contained HTML report is written at the end (None: none)."""
 SITEMAP_CRAWL_MAX_DEPTH = 10
 """Index levels read below a start URL, robots.txt or known path."""
 SITEMAP_CRAWL_MAX_SIZE = 100 * 1024 * 1024

@@ -77,9 +77,10 @@ class SettingsReader:
     def crawl_processes(self) -> int:
         """Crawl processes of a many-site run; None or "auto": one per usable CPU, 1 to 4.
 
-        An audit (``SITEMAP_CRAWL_AUDIT_FILE``) runs in one process: its findings go to one file.
+        An audit (``SITEMAP_CRAWL_AUDIT_FILE``, ``SITEMAP_CRAWL_REPORT_FILE``) runs in one
+        process: its findings go to one file.
         """
-        if self._get("SITEMAP_CRAWL_AUDIT_FILE"):
+        if self._get("SITEMAP_CRAWL_AUDIT_FILE") or self._get("SITEMAP_CRAWL_REPORT_FILE"):
             return 1
         value = self._get("SITEMAP_CRAWL_PROCESSES")
         if value is None or str(value).strip().lower() == "auto":

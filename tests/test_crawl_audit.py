@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import lxml.html
+
 from tests.support import robots, sitemapindex, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import Route, SiteFactory
@@ -90,3 +92,29 @@ def test_many_sites_findings_carry_their_website(fixture_site: SiteFactory, craw
         (f"http://{name}:{site.port}/", "url-fragment", f"http://{name}:{site.port}/a#frag-{name}")
         for name in ("one.test", "two.test")
     ]
+
+
+def test_html_report_structure(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/sitemap.xml"),
+            "/sitemap.xml": urlset(
+                {"loc": "{base}/a", "lastmod": "2024-05-01"},
+                {"loc": "{base}/b", "lastmod": "2024-05-20"},
+                {"loc": "{base}/c#x", "lastmod": "2024-07-02"},
+            ),
+        }
+    )
+    report = tmp_path / "report.html"
+    crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_REPORT_FILE": str(report)}).assert_ok()
+
+    doc = lxml.html.fromstring(report.read_bytes())
+    assert not doc.xpath("//script") and not doc.xpath("//link[@rel='stylesheet']")
+    assert [h.text_content() for h in doc.xpath("//section[@class='site']/h2")] == [site.base + "/"]
+    rules = doc.xpath("//table[@id='all-rules']//tr[td]")
+    assert [[td.text_content() for td in row.xpath("td")][:3] for row in rules] == [["url-fragment", "warning", "1"]]
+    sitemaps = doc.xpath("//table[@class='sitemaps']//tr[td]")
+    assert [[td.text_content() for td in row.xpath("td")] for row in sitemaps] == [[site.url("/sitemap.xml"), "3"]]
+    months = doc.xpath("//table[@class='months']//tr")
+    assert [[td.text_content() for td in row.xpath("td")][:2] for row in months] == [["2024-05", "2"], ["2024-07", "1"]]
+    assert doc.xpath("//details[@class='examples']/summary")[0].text_content() == "url-fragment"

@@ -38,6 +38,10 @@ class SiteAudit:
         self.now = now or datetime.now(UTC)
         self.counts: Counter[str] = Counter()
         self._site_pages = HashSet(page_limit)
+        self.months: Counter[str] = Counter()
+        """Pages by lastmod month (``YYYY-MM``), for the report."""
+        self.sitemap_pages: dict[str, int] = {}
+        """Entries of each sitemap read (pages of a urlset, children of an index)."""
         self.declared: set[str] = set()
         """The sitemap URLs robots.txt declares (absolute)."""
         self.parents: dict[str, str] = {}
@@ -77,6 +81,8 @@ class SiteAudit:
                 for rule, detail in check_entry(entry, self.now):
                     yield self.finding(rule, sitemap_url, loc, detail)
                 news += bool(entry.news_dates)
+                if entry.lastmod and len(entry.lastmod) >= 7 and entry.lastmod[4] == "-":
+                    self.months[entry.lastmod[:7]] += 1
             elif facts.root == INDEX:
                 self.parents.setdefault(urljoin(sitemap_url, loc), sitemap_url)
             if facts.root == INDEX and entry.lastmod is not None:
@@ -86,6 +92,7 @@ class SiteAudit:
             yield from self._text_sitemap(body, sitemap_url, place, cross_hosts)
             return
         self.kinds[sitemap_url] = facts.root or ""
+        self.sitemap_pages[sitemap_url] = facts.entry_count
         yield from self._document(facts, sitemap_url, news)
         parent_url = parent_url or self.parents.get(sitemap_url)
         if parent_url is not None and facts.root == INDEX and self.kinds.get(parent_url) == INDEX:

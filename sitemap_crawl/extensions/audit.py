@@ -23,6 +23,7 @@ from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.auditor import SiteAudit
 from sitemap_crawl.audit.discovery import RobotsRules
 from sitemap_crawl.audit.finding import Finding
+from sitemap_crawl.audit.report import Report
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.discovery.site import Visit
 from sitemap_crawl.names import AUDIT_STAT, META_KEY
@@ -34,9 +35,11 @@ logger = logging.getLogger(__name__)
 class SitemapAuditExtension:
     """Audits each sitemap and robots.txt response; findings go to ``SITEMAP_CRAWL_AUDIT_FILE``."""
 
-    def __init__(self, crawler: Crawler, path: str) -> None:
+    def __init__(self, crawler: Crawler, path: str | None, report_path: str | None = None) -> None:
         self.crawler = crawler
         self.path = path
+        self.report_path = report_path
+        self.report = Report() if report_path else None
         self.user_agent = str(crawler.settings.get("USER_AGENT") or "*")
         self.counts: Counter[str] = Counter()
         self._audits: dict[str, SiteAudit] = {}
@@ -52,9 +55,10 @@ class SitemapAuditExtension:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapAuditExtension:
         path = crawler.settings.get("SITEMAP_CRAWL_AUDIT_FILE")
-        if not path:
-            raise NotConfigured("SITEMAP_CRAWL_AUDIT_FILE is not set")
-        return cls(crawler, str(path))
+        report_path = crawler.settings.get("SITEMAP_CRAWL_REPORT_FILE")
+        if not path and not report_path:
+            raise NotConfigured("neither SITEMAP_CRAWL_AUDIT_FILE nor SITEMAP_CRAWL_REPORT_FILE is set")
+        return cls(crawler, str(path) if path else None, str(report_path) if report_path else None)
 
     def _response(self, response: Response, request: Request, spider: Any) -> None:
         visit = request.meta.get(META_KEY)
@@ -68,7 +72,9 @@ class SitemapAuditExtension:
         self._executor.submit(self._forget, site)
 
     def _forget(self, site: str) -> None:
-        self._audits.pop(site, None)
+        audit = self._audits.pop(site, None)
+        if audit is not None and self.report is not None:
+            self.report.add_site_facts(site, audit.sitemap_pages, audit.months)
         self._robots.pop(site, None)
         self._declared.pop(site, None)
 
@@ -102,11 +108,16 @@ class SitemapAuditExtension:
             self._write(found)
 
     def _write(self, found: list[Finding]) -> None:
-        if self._file is None:
+        if self.report is not None:
+            for finding in found:
+                self.report.add_finding(finding)
+        if self.path is not None and self._file is None:
             self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (closed at spider close)
-        self._file.write("".join(json.dumps(f.to_dict(), ensure_ascii=False) + "\n" for f in found))
+        if self._file is not None:
+            self._file.write("".join(json.dumps(f.to_dict(), ensure_ascii=False) + "\n" for f in found))
         by_rule = Counter(f.rule for f in found)
         from twisted.internet import reactor  # here: importing it at module level would install one
+
         reactor.callFromThread(self._count, by_rule)
 
     def _count(self, by_rule: Counter[str]) -> None:
@@ -117,10 +128,15 @@ class SitemapAuditExtension:
                 stats.inc_value(f"{AUDIT_STAT}/{rule}", count)
 
     def _finish(self) -> None:
-        if self._file is None:
-            open(self.path, "w", encoding="utf-8").close()  # no finding: an empty file, not a stale one
-        else:
+        if self._file is not None:
             self._file.close()
+        elif self.path is not None:
+            open(self.path, "w", encoding="utf-8").close()  # no finding: an empty file, not a stale one
+        if self.report is not None and self.report_path is not None:
+            for site in list(self._audits):
+                self._forget(site)
+            with open(self.report_path, "w", encoding="utf-8") as report_file:
+                report_file.write(self.report.render())
 
     async def _close(self, spider: Any) -> None:
         self._executor.submit(self._finish)
@@ -129,4 +145,5 @@ class SitemapAuditExtension:
         await asyncio.to_thread(lambda: None)
         total = sum(self.counts.values())
         summary = ", ".join(f"{rule} {count}" for rule, count in self.counts.most_common())
-        logger.info("Sitemap audit: %d finding(s) in %s%s", total, self.path, f": {summary}" if summary else "")
+        where = " and ".join(path for path in (self.path, self.report_path) if path)
+        logger.info("Sitemap audit: %d finding(s) in %s%s", total, where, f": {summary}" if summary else "")
