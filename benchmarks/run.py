@@ -48,7 +48,8 @@ TOOLS_DIR = BENCH / "tools"
 VENV_PY = REPO / ".venv" / "bin" / "python"
 USP_VENV = WORK / "venv-usp"
 USP_REQUIREMENT = "ultimate-sitemap-parser==1.8.1"
-ALL_TOOLS = ("ours", "baseline", "usp", "scrapy_sitemapspider", "floor")
+ALL_TOOLS = ("ours", "ours_audit", "baseline", "usp", "scrapy_sitemapspider", "floor")
+"""``ours_audit``: ours with the audit on (SITEMAP_CRAWL_AUDIT_FILE and SITEMAP_CRAWL_REPORT_FILE)."""
 BASELINE: list[Path] = []
 """A checkout of another commit of this repository (--baseline), run as the tool "baseline"."""
 DEFAULT_PORT = 8931
@@ -392,6 +393,10 @@ class Context:
 
 
 def tool_command(tool: str, ctx: Context, out: Path) -> tuple[list[str], Path]:
+    if tool == "ours_audit":
+        command, cwd = tool_command("ours", ctx, out)
+        audit = ["-s", f"SITEMAP_CRAWL_AUDIT_FILE={out.parent / 'findings.jsonl'}"]
+        return [*command, *audit, "-s", f"SITEMAP_CRAWL_REPORT_FILE={out.parent / 'report.html'}"], cwd
     if tool in ("ours", "baseline"):
         if tool == "baseline" and not BASELINE:
             raise SystemExit("the tool baseline needs --baseline DIR (a checkout of another commit)")
@@ -444,7 +449,7 @@ def tool_command(tool: str, ctx: Context, out: Path) -> tuple[list[str], Path]:
 
 
 def output_name(tool: str) -> str:
-    return "pages.jsonl" if tool in ("ours", "baseline", "scrapy_sitemapspider") else "pages.txt"
+    return "pages.jsonl" if tool in ("ours", "ours_audit", "baseline", "scrapy_sitemapspider") else "pages.txt"
 
 
 # --------------------------------------------------------------------------- reporting
@@ -599,8 +604,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="rounds; each round runs every tool once")
     ap.add_argument(
         "--tools",
-        default=",".join(t for t in ALL_TOOLS if t != "baseline"),
-        help=f"comma-separated subset of {ALL_TOOLS}",
+        default=",".join(t for t in ALL_TOOLS if t not in ("baseline", "ours_audit")),
+        help=f"comma-separated subset of {ALL_TOOLS} (ours_audit is not in the default set)",
     )
     ap.add_argument(
         "--port",
