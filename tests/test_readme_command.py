@@ -94,6 +94,8 @@ def assert_clean_run(process: subprocess.CompletedProcess[str]) -> None:
     assert process.returncode == 0, process.stderr[-4000:]
     assert "Traceback" not in process.stderr, process.stderr[-4000:]
     assert "Sitemap tree:" in process.stderr
+    # a sound site, mapped with default settings: not one WARNING line (Scrapy's included)
+    assert [line for line in process.stderr.splitlines() if "] WARNING: " in line] == [], process.stderr[-4000:]
 
 
 def test_readme_command_writes_pages_csv(readme_site: FixtureServer, tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ class SitemapAuditExtension:
         path = crawler.settings.get("SITEMAP_CRAWL_AUDIT_FILE")
         report_path = crawler.settings.get("SITEMAP_CRAWL_REPORT_FILE")
         if not path and not report_path:
-            raise NotConfigured("neither SITEMAP_CRAWL_AUDIT_FILE nor SITEMAP_CRAWL_REPORT_FILE is set")
+            raise NotConfigured  # off (no message: Scrapy would log one WARNING line per crawl)
         return cls(crawler, str(path) if path else None, str(report_path) if report_path else None)
 
     def _response(self, response: Response, request: Request, spider: Any) -> None:

@@ -71,7 +71,6 @@ MANY_SITES_CONCURRENT_REQUESTS = 128
 """CONCURRENT_REQUESTS of a many-site run, in each crawl process (Scrapy's 16 would keep only a few hosts busy),
 unless the project set it."""
 UNUSED_SPIDER_MIDDLEWARES = (
-    "scrapy.spidermiddlewares.referer.RefererMiddleware",
     "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware",
     "scrapy.spidermiddlewares.depth.DepthMiddleware",
     "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware",
@@ -79,7 +78,8 @@ UNUSED_SPIDER_MIDDLEWARES = (
 """Spider middlewares that act only on requests a callback yields: the sitemaps spider's
 callbacks yield none (it sends its requests to the engine), so each would only wrap every
 callback's output in one more async generator. A project that lists one of them in
-SPIDER_MIDDLEWARES still gets it."""
+SPIDER_MIDDLEWARES still gets it. RefererMiddleware stays: without it Scrapy's redirect
+middlewares log a WARNING at every crawl's start."""
 ERROR_STATUSES = range(400, 600)
 """HTTP errors the callback takes as they are (``handle_httpstatus_list``) instead of an
 HttpError failure: most requests of a many-site run are well-known paths that answer 404,
