@@ -77,10 +77,12 @@ class SettingsReader:
     def crawl_processes(self) -> int:
         """Crawl processes of a many-site run; None or "auto": one per usable CPU, 1 to 4.
 
-        An audit (``SITEMAP_CRAWL_AUDIT_FILE``, ``SITEMAP_CRAWL_REPORT_FILE``) runs in one
-        process: its findings go to one file.
+        A run that writes one file from every site runs in one process: an audit
+        (``SITEMAP_CRAWL_AUDIT_FILE``, ``SITEMAP_CRAWL_REPORT_FILE``: its findings) and a
+        history run (``SITEMAP_CRAWL_HISTORY``: one SQLite file, one writer).
         """
-        if self._get("SITEMAP_CRAWL_AUDIT_FILE") or self._get("SITEMAP_CRAWL_REPORT_FILE"):
+        one_file = ("SITEMAP_CRAWL_AUDIT_FILE", "SITEMAP_CRAWL_REPORT_FILE", "SITEMAP_CRAWL_HISTORY")
+        if any(self._get(name) for name in one_file):
             return 1
         value = self._get("SITEMAP_CRAWL_PROCESSES")
         if value is None or str(value).strip().lower() == "auto":

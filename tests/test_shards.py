@@ -10,6 +10,7 @@ from sitemap_crawl.codec import page_to_tuple
 from sitemap_crawl.extensions.tree import SitemapTreeExtension
 from sitemap_crawl.items import Image, SitemapPage
 from sitemap_crawl.parsing.worker_protocol import HEADER_SIZE, decode_frame, encode_frame
+from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import page_batch
 from sitemap_crawl.shards.protocol import PAGES
 from sitemap_crawl.shards.runner import helper_settings
@@ -71,3 +72,13 @@ def test_pages_cross_the_pipe_whole() -> None:
     batch = page_batch(decode_frame(frame[HEADER_SIZE:]))
     assert (batch.website, batch.sitemap_url, batch.node_path) == ("https://a.example/", page.sitemap_url, (0, 2))
     assert batch.pages == [page]
+
+
+@pytest.mark.parametrize(
+    "name", ["SITEMAP_CRAWL_HISTORY", "SITEMAP_CRAWL_AUDIT_FILE", "SITEMAP_CRAWL_REPORT_FILE", None]
+)
+def test_a_run_that_writes_one_file_from_every_site_is_one_process(name: str | None) -> None:
+    settings = Settings({"SITEMAP_CRAWL_PROCESSES": 3})
+    if name is not None:
+        settings.set(name, "out.file")
+    assert SettingsReader(settings).crawl_processes == (1 if name else 3)

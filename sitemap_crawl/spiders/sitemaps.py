@@ -264,8 +264,7 @@ class SitemapsSpider(Spider):
         self.concurrent_sites = config.concurrent_sites
         if self.homepages is not None:
             shard = config.shard
-            # a queue worker is one process; a history run too (one history file, one writer)
-            count = 1 if self.queue is not None or self.history is not None else config.crawl_processes
+            count = 1 if self.queue is not None else config.crawl_processes  # a queue worker is one process
             if self.queue is not None and config.crawl_processes > 1 and self.settings.get("SITEMAP_CRAWL_PROCESSES"):
                 logger.info("A queue worker is one crawl process (SITEMAP_CRAWL_PROCESSES is not used): start more")
             spider_path = f"{type(self).__module__}.{type(self).__qualname__}"
@@ -465,7 +464,9 @@ class SitemapsSpider(Spider):
             trim()
         self.sitemaps_done += 1
         if self.history is not None:
-            self.history.forget(visit.url)  # what was read for its request, if still held
+            # what was read for its request, if still held (the sitemap failed, was left out
+            # after a redirect, or answered 304 unasked): every ending passes here
+            self.history.forget(visit.url)
         self.gate.release(host_of(visit.url))
         discovery = self.sites.get(visit.site)
         if discovery is not None:
@@ -521,8 +522,6 @@ class SitemapsSpider(Spider):
             return
         if self.download_counts is not None:
             self.download_counts.exception(failure.value)
-        if self.history is not None:
-            self.history.forget(visit.url)
         discovery = self.sites.get(visit.site)
         if discovery is not None:
             discovery.failed(visit, failure_reason(failure))
@@ -546,14 +545,10 @@ class SitemapsSpider(Spider):
         if self.download_counts is not None:
             self.download_counts.response(response.status)
         if response.status in ERROR_STATUSES:
-            if self.history is not None:
-                self.history.forget(visit.url)
             discovery.failed(visit, http_error(response.status))
             return
         final_url = response.url
         if final_url != visit.url and not discovery.redirected(visit, final_url):
-            if self.history is not None:
-                self.history.forget(visit.url)
             return
         changes: SitemapChanges | None = None
         if self.history is not None:
@@ -565,7 +560,6 @@ class SitemapsSpider(Spider):
                 discovery.report(visit, state.kind, None, state.page_count, change=UNCHANGED, changes=0)
                 return
             if response.status == NOT_MODIFIED:  # never asked for: no stored body to reuse
-                self.history.forget(visit.url)
                 discovery.failed(visit, http_error(response.status))
                 return
         is_robots = visit.role == ROBOTS
