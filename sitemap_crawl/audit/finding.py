@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -19,4 +19,11 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON lines form (the field order of the dataclass)."""
-        return asdict(self)
+        return {
+            "website": self.website,
+            "sitemap_url": self.sitemap_url,
+            "url": self.url,
+            "rule": self.rule,
+            "severity": self.severity,
+            "detail": self.detail,
+        }

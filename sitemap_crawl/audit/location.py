@@ -15,7 +15,7 @@ _MUST_ESCAPE = re.compile(r"[\x00-\x20\x7f\"<>\\^`{|}]|[^\x00-\x7f]")
 class SitemapPlace:
     """Where a sitemap lives: its scheme, host and directory, worked out once."""
 
-    __slots__ = ("directory", "host", "scheme", "url")
+    __slots__ = ("directory", "host", "origin", "scheme", "url")
 
     def __init__(self, sitemap_url: str) -> None:
         parts = urlsplit(sitemap_url)
@@ -23,6 +23,8 @@ class SitemapPlace:
         self.scheme = parts.scheme.lower()
         self.host = (parts.hostname or "").lower()
         self.directory = parts.path[: parts.path.rfind("/") + 1] or "/"
+        self.origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
+        """``scheme://netloc`` as the sitemap writes them: a page URL that starts so is on its host."""
 
 
 def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = frozenset()) -> Iterator[tuple[Rule, str]]:
@@ -33,6 +35,11 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
     """
     if len(url) > rules.MAX_URL_LENGTH:
         yield rules.URL_TOO_LONG, f"{len(url)} characters"
+    path = _same_origin_path(url, place)
+    if path is not None:  # the common case, without urlsplit: same scheme and host, nothing to escape
+        if not path.startswith(place.directory):
+            yield rules.OUTSIDE_DIRECTORY, f"path {path[:200]} is outside {place.directory}"
+        return
     parts = urlsplit(url)
     if not parts.scheme or not parts.netloc:
         yield rules.RELATIVE_URL, f"<loc>{url[:200]}</loc> has no scheme and host"
@@ -52,3 +59,20 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
         yield rules.MIXED_SCHEME, f"{scheme} page in an {place.scheme} sitemap"
     elif not (parts.path or "/").startswith(place.directory):
         yield rules.OUTSIDE_DIRECTORY, f"path {parts.path[:200]} is outside {place.directory}"
+
+
+def _same_origin_path(url: str, place: SitemapPlace) -> str | None:
+    """The path (``/`` if empty) of a URL on the sitemap's own scheme and netloc, with no
+    fragment and no character to escape; None for any other URL (the full checks decide).
+
+    Such a URL splits as ``urlsplit`` would split it: nothing for it to strip or drop.
+    """
+    origin = place.origin
+    if origin is None or not url.startswith(origin) or "#" in url or _MUST_ESCAPE.search(url):
+        return None
+    rest = url[len(origin) :]
+    if rest and rest[0] not in "/?":
+        return None  # another netloc that starts like the sitemap's (a port, a longer host)
+    query = rest.find("?")
+    path = rest if query < 0 else rest[:query]
+    return path or "/"

@@ -12,6 +12,7 @@ import codecs
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from lxml import etree
 
@@ -84,7 +85,7 @@ def scan(body: bytes, facts: SitemapFacts) -> Iterator[RawEntry]:
     A body that is not XML yields nothing (``facts.root`` stays None). A document
     that breaks off or is not well-formed sets ``facts.error``.
     """
-    parser = etree.XMLPullParser(events=("start", "end"), resolve_entities=False, huge_tree=True)
+    reader = _EntryReader(facts)
     first = True
     try:
         for chunk in _chunks(body, facts):
@@ -94,36 +95,108 @@ def scan(body: bytes, facts: SitemapFacts) -> Iterator[RawEntry]:
                 facts.encoding = declared_encoding(chunk)
                 if not (stripped.startswith(b"<") or facts.encoding in ("UTF-16", "UTF-32")):
                     return
-            parser.feed(chunk)
-            yield from _entries(parser, facts)
-        parser.close()
-        yield from _entries(parser, facts)
+            yield from reader.feed(chunk)
+        yield from reader.close()
     except etree.XMLSyntaxError as exc:
         facts.error = f"not well-formed XML: {exc}"
     except StreamError as exc:
         facts.error = f"gzip: {exc}"
 
 
-def _entries(parser: etree.XMLPullParser, facts: SitemapFacts) -> Iterator[RawEntry]:
-    for event, item in parser.read_events():
-        if not isinstance(item, etree._Element):
-            continue
-        element = item
-        name = local_name(element.tag)
-        if event == "start":
-            if facts.root is None:
-                facts.root = name
-                facts.namespace = etree.QName(element).namespace
-            continue
-        parent = element.getparent()
-        if parent is None or parent.getparent() is not None:
-            continue  # only the root's children are entries
-        if (facts.root, name) in ((URLSET, "url"), (INDEX, "sitemap")):
-            facts.entry_count += 1
-            yield _read_entry(element)
-        element.clear()
-        while element.getprevious() is not None:
-            del parent[0]
+def _parser(events: tuple[Any, ...], tag: str | None = None) -> etree.XMLPullParser:
+    return etree.XMLPullParser(events=events, tag=tag, resolve_entities=False, huge_tree=True)
+
+
+class _EntryReader:
+    """The pull parsers of one scan.
+
+    A small parser finds the root element first (fed 4 KiB at a time, it stops at the
+    root's start tag); the main parser then reports only the root's entry elements
+    (lxml filters the tags in C: no Python call for the other elements).
+    """
+
+    def __init__(self, facts: SitemapFacts) -> None:
+        self.facts = facts
+        self._finder: etree.XMLPullParser | None = _parser(("start",))
+        self._held: list[bytes] = []
+        self._main: etree.XMLPullParser | None = None
+        self._entry_tag: str | None = None
+
+    def feed(self, chunk: bytes) -> Iterator[RawEntry]:
+        if self._main is None:
+            self._held.append(chunk)
+            if not self._find_root(chunk):
+                return
+            self._start_main()
+            held, self._held = self._held, []
+            for data in held:
+                yield from self._feed_main(data)
+        else:
+            yield from self._feed_main(chunk)
+
+    def close(self) -> Iterator[RawEntry]:
+        if self._main is None:  # no root seen (an empty or broken document): the main parser says why
+            self._start_main()
+            held, self._held = self._held, []
+            for data in held:
+                yield from self._feed_main(data)
+        assert self._main is not None
+        self._main.close()
+        yield from self._read()
+
+    def _find_root(self, chunk: bytes) -> bool:
+        finder = self._finder
+        if finder is None:
+            return True
+        try:
+            for start in range(0, len(chunk), _ROOT_STEP):
+                finder.feed(chunk[start : start + _ROOT_STEP])
+                for _event, element in finder.read_events():
+                    if isinstance(element, etree._Element):
+                        self.facts.root = local_name(element.tag)
+                        self.facts.namespace = etree.QName(element).namespace
+                        self._finder = None
+                        return True
+        except etree.XMLSyntaxError:
+            self._finder = None  # broken before the root: the main parser reports it
+            return True
+        return False
+
+    def _start_main(self) -> None:
+        self._entry_tag = _ENTRY_TAGS.get(self.facts.root or "")
+        if self._entry_tag is None:
+            self._main = _parser(("end",))
+        else:
+            self._main = _parser(("end",), "{*}" + self._entry_tag)
+
+    def _feed_main(self, data: bytes) -> Iterator[RawEntry]:
+        assert self._main is not None
+        self._main.feed(data)
+        yield from self._read()
+
+    def _read(self) -> Iterator[RawEntry]:
+        assert self._main is not None
+        entries: list[RawEntry] = []
+        last: Any = None
+        entry_tag = self._entry_tag
+        element: Any
+        for _event, element in self._main.read_events():
+            parent = element.getparent()
+            if parent is None or parent.getparent() is not None:
+                continue  # the root, or deeper than the root's children
+            last = element
+            if entry_tag is not None:
+                entries.append(_read_entry(element))
+        if last is not None:
+            self.facts.entry_count += len(entries)
+            parent = last.getparent()
+            del parent[: parent.index(last) + 1]  # free the entries read (and what came between)
+        yield from entries
+
+
+_ROOT_STEP = 4096
+_ENTRY_TAGS = {URLSET: "url", INDEX: "sitemap"}
+"""The entry element of each root that has entries."""
 
 
 def _text(element: etree._Element) -> str | None:
@@ -131,24 +204,52 @@ def _text(element: etree._Element) -> str | None:
     return text.strip() if text is not None else None
 
 
+_LOC, _LASTMOD, _PRIORITY, _CHANGEFREQ, _IMAGE, _NEWS, _LINK, _OTHER = range(8)
+_CODES = {
+    "loc": _LOC,
+    "lastmod": _LASTMOD,
+    "priority": _PRIORITY,
+    "changefreq": _CHANGEFREQ,
+    "image": _IMAGE,
+    "news": _NEWS,
+    "link": _LINK,
+}
+_CODE_BY_TAG: dict[object, int] = {}
+"""Tag (namespace and all) -> field code, learnt as tags are met (bounded)."""
+
+
+def _code(tag: object) -> int:
+    code = _CODES.get(local_name(tag), _OTHER)
+    if len(_CODE_BY_TAG) < 4096:
+        _CODE_BY_TAG[tag] = code
+    return code
+
+
 def _read_entry(element: etree._Element) -> RawEntry:
-    entry = RawEntry(loc=None)
+    loc = lastmod = priority = changefreq = None
+    news_dates: list[str] = []
+    hreflangs: list[tuple[str | None, str | None]] = []
+    image_count = 0
+    by_tag = _CODE_BY_TAG
     for child in element:
-        name = local_name(child.tag)
-        if name == "loc":
-            entry.loc = _text(child)
-        elif name == "lastmod":
-            entry.lastmod = _text(child)
-        elif name == "priority":
-            entry.priority = _text(child)
-        elif name == "changefreq":
-            entry.changefreq = _text(child)
-        elif name == "image":
-            entry.image_count += 1
-        elif name == "news":
+        tag = child.tag
+        code = by_tag.get(tag)
+        if code is None:
+            code = _code(tag)
+        if code == _LOC:
+            loc = _text(child)
+        elif code == _LASTMOD:
+            lastmod = _text(child)
+        elif code == _PRIORITY:
+            priority = _text(child)
+        elif code == _CHANGEFREQ:
+            changefreq = _text(child)
+        elif code == _IMAGE:
+            image_count += 1
+        elif code == _NEWS:
             for part in child:
                 if local_name(part.tag) == "publication_date" and part.text:
-                    entry.news_dates.append(part.text.strip())
-        elif name == "link" and child.get("rel") == "alternate":
-            entry.hreflangs.append((child.get("hreflang"), child.get("href")))
-    return entry
+                    news_dates.append(part.text.strip())
+        elif code == _LINK and child.get("rel") == "alternate":
+            hreflangs.append((child.get("hreflang"), child.get("href")))
+    return RawEntry(loc, lastmod, priority, changefreq, news_dates, image_count, hreflangs)
