@@ -32,6 +32,9 @@ SITEMAP_CRAWL_AUDIT_FILE: str | None = None
 """Where the audit's findings are written as JSON lines (None: no audit; docs/audit.md)."""
 SITEMAP_CRAWL_REPORT_FILE: str | None = None
 """Where the audit's self-contained HTML report is written at the end (None: none)."""
+SITEMAP_CRAWL_AUDIT_BACKLOG = 16 * 1024 * 1024
+"""Bytes of response bodies with the audit process at once (one body always); past them
+the crawl pauses until the audit catches up."""
 SITEMAP_CRAWL_MAX_DEPTH = 10
 """Index levels read below a start URL, robots.txt or known path."""
 SITEMAP_CRAWL_MAX_SIZE = 100 * 1024 * 1024

@@ -1,35 +1,43 @@
 """The audit extension: runs sitemap_crawl.audit on every sitemap and robots.txt the crawl reads.
 
-Enabled by ``SITEMAP_CRAWL_AUDIT_FILE`` (else NotConfigured: no signal handler, no cost).
-Each response's body is handed to one worker thread that runs the checks and writes the
-findings (JSON lines) as it finds them; the reactor only counts them in the stats.
+Enabled by ``SITEMAP_CRAWL_AUDIT_FILE`` or ``SITEMAP_CRAWL_REPORT_FILE`` (else
+NotConfigured: no signal handler, no process, no cost). Each response's body goes, in
+the order received, to one audit process (:mod:`sitemap_crawl.audit.process`, started
+on the first body) that runs the checks and writes the findings as it finds them; the
+reactor only counts them in the stats. A thread writes the bodies to the process's pipe,
+another reads its answers. At most ``SITEMAP_CRAWL_AUDIT_BACKLOG`` bytes of bodies are
+with the audit at once (:mod:`sitemap_crawl.audit.backlog`): past that, the engine is
+paused until the audit catches up. No body is dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+import os
+import subprocess
+import sys
+import threading
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import IO, Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO, Any, BinaryIO, cast
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
-from sitemap_crawl.audit import rules
-from sitemap_crawl.audit.auditor import SiteAudit
-from sitemap_crawl.audit.discovery import RobotsRules
-from sitemap_crawl.audit.finding import Finding
-from sitemap_crawl.audit.report import Report
-from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
+from sitemap_crawl.audit.backlog import AuditBacklog
+from sitemap_crawl.audit.crawl_audit import ResponseFacts
+from sitemap_crawl.audit.process import AUDIT_MODULE, CALL, DONE, FINISH, OPEN, RESPONSE
 from sitemap_crawl.discovery.site import Visit
-from sitemap_crawl.names import AUDIT_STAT, META_KEY
+from sitemap_crawl.names import AUDIT_PAUSED_STAT, AUDIT_STAT, META_KEY
+from sitemap_crawl.parsing.worker_protocol import encode_frame, read_frame
 from sitemap_crawl.signals import site_finished
 
 logger = logging.getLogger(__name__)
+
+_BODY_CHUNK = 1 << 20
 
 
 class SitemapAuditExtension:
@@ -39,15 +47,18 @@ class SitemapAuditExtension:
         self.crawler = crawler
         self.path = path
         self.report_path = report_path
-        self.report = Report() if report_path else None
         self.user_agent = str(crawler.settings.get("USER_AGENT") or "*")
         self.counts: Counter[str] = Counter()
-        self._audits: dict[str, SiteAudit] = {}
-        self._robots: dict[str, RobotsRules] = {}
-        self._declared: dict[str, set[str]] = {}
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemap-audit")
-        self._file: IO[str] | None = None
-        self._last: Future[None] | None = None
+        self.backlog = AuditBacklog(
+            crawler.settings.getint("SITEMAP_CRAWL_AUDIT_BACKLOG"), self._send, self._pause, self._resume
+        )
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemap-audit")
+        self._process: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
+        self._broken = False
+        self._finished: asyncio.Future[None] | None = None
+        self._finish_id = 0
+        self._finish_answered = False
         crawler.signals.connect(self._response, signal=signals.response_received)
         crawler.signals.connect(self._site_finished, signal=site_finished)
         crawler.signals.connect(self._close, signal=signals.spider_closed)
@@ -60,90 +71,152 @@ class SitemapAuditExtension:
             raise NotConfigured  # off (no message: Scrapy would log one WARNING line per crawl)
         return cls(crawler, str(path) if path else None, str(report_path) if report_path else None)
 
+    # in the reactor thread
+
     def _response(self, response: Response, request: Request, spider: Any) -> None:
         visit = request.meta.get(META_KEY)
         if not isinstance(visit, Visit):
             return
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
-        facts = (visit.site, visit.url, visit.role, response.status, response.url, content_type)
-        self._last = self._executor.submit(self._audit, facts, response.body)
+        facts = ResponseFacts(visit.site, visit.url, visit.role, response.status, response.url, content_type)
+        body = response.body
+        self.backlog.add((RESPONSE, facts, body), len(body))
 
     def _site_finished(self, site: str, **_kwargs: Any) -> None:
-        self._executor.submit(self._forget, site)
+        self.call("forget", site)
 
-    def _forget(self, site: str) -> None:
-        audit = self._audits.pop(site, None)
-        if audit is not None and self.report is not None:
-            self.report.add_site_facts(site, audit.sitemap_pages, audit.months)
-        self._robots.pop(site, None)
-        self._declared.pop(site, None)
+    def call(self, method: str, *args: Any) -> None:
+        """Have the audit process call a CrawlAudit method (``CALLS``), after the bodies already given."""
+        self.backlog.add((CALL, method, args), 0)
 
-    # in the worker thread
-    def _audit(self, facts: tuple[str, str, str, int, str, str], body: bytes) -> None:
-        site, url, role, status, final_url, content_type = facts
-        audit = self._audits.get(site)
-        if audit is None:
-            audit = self._audits[site] = SiteAudit(site or None)
-        found: list[Finding] = []
-        if status >= 400:
-            found.append(audit.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}"))
-        elif role == ROBOTS:
-            found += audit.audit_robots(body, url)
-            self._robots[site] = RobotsRules(body, self.user_agent)
-            self._declared[site] = set(audit.declared)
-        else:
-            if final_url != url:
-                found.append(audit.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}"))
-            if content_type.startswith("text/html"):
-                found.append(audit.finding(rules.SERVED_AS_HTML, final_url, None, f"Content-Type {content_type}"))
-            robots = self._robots.get(site)
-            if robots is not None and robots.disallows(url):
-                found.append(
-                    audit.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
-                )
-            if role == KNOWN and url not in self._declared.get(site, ()):
-                found.append(audit.finding(rules.FOUND_AT_KNOWN_PATH, url, None, "not declared in robots.txt"))
-            found += audit.audit_sitemap(body, final_url)
-        if found:
-            self._write(found)
+    def _send(self, job_id: int, job: tuple[Any, ...]) -> None:
+        if self._broken:
+            self._done(job_id, {})
+            return
+        self._writer.submit(self._write_job, job_id, job)
 
-    def _write(self, found: list[Finding]) -> None:
-        if self.report is not None:
-            for finding in found:
-                self.report.add_finding(finding)
-        if self.path is not None and self._file is None:
-            self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (closed at spider close)
-        if self._file is not None:
-            self._file.write("".join(json.dumps(f.to_dict(), ensure_ascii=False) + "\n" for f in found))
-        by_rule = Counter(f.rule for f in found)
-        from twisted.internet import reactor  # here: importing it at module level would install one
+    def _done(self, job_id: int, counts: dict[str, int]) -> None:
+        if counts:
+            self.counts.update(counts)
+            stats = self.crawler.stats
+            if stats is not None:
+                for rule, count in counts.items():
+                    stats.inc_value(f"{AUDIT_STAT}/{rule}", count)
+        self.backlog.done(job_id)
+        if job_id == self._finish_id:
+            self._finish_answered = True
+            if self._finished is not None and not self._finished.done():
+                self._finished.set_result(None)
 
-        reactor.callFromThread(self._count, by_rule)
+    def _pause(self) -> None:
+        engine = self.crawler.engine
+        if engine is not None:
+            engine.pause()
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(AUDIT_PAUSED_STAT)
 
-    def _count(self, by_rule: Counter[str]) -> None:
-        self.counts.update(by_rule)
-        stats = self.crawler.stats
-        if stats is not None:
-            for rule, count in by_rule.items():
-                stats.inc_value(f"{AUDIT_STAT}/{rule}", count)
+    def _resume(self) -> None:
+        engine = self.crawler.engine
+        if engine is not None:
+            engine.unpause()
+            slot = getattr(engine, "_slot", None)  # unpause() alone waits for the next heartbeat (5 s)
+            if slot is not None:
+                slot.nextcall.schedule()
 
-    def _finish(self) -> None:
-        if self._file is not None:
-            self._file.close()
-        elif self.path is not None:
-            open(self.path, "w", encoding="utf-8").close()  # no finding: an empty file, not a stale one
-        if self.report is not None and self.report_path is not None:
-            for site in list(self._audits):
-                self._forget(site)
-            with open(self.report_path, "w", encoding="utf-8") as report_file:
-                report_file.write(self.report.render())
+    def _ended(self, why: str) -> None:
+        """The process's answers ended: as they should after FINISH, else it is gone."""
+        if not self._finish_answered:
+            self._gone(why)
+
+    def _gone(self, why: str) -> None:
+        """The audit process cannot be used: the jobs in flight and to come are let go."""
+        if not self._broken:
+            logger.error("The sitemap audit process %s; the rest of the crawl is not audited", why)
+        self._broken = True
+        for job_id in self.backlog.in_flight_ids():
+            self._done(job_id, {})
 
     async def _close(self, spider: Any) -> None:
-        self._executor.submit(self._finish)
-        await asyncio.to_thread(self._executor.shutdown, True)
-        # the counts posted by the last writes run before this line (callFromThread order)
-        await asyncio.to_thread(lambda: None)
+        self._finished = asyncio.get_running_loop().create_future()
+        self._finish_id = self.backlog.add((FINISH,), 0)
+        await self._finished  # answered by the process, or let go if it is gone
+        await asyncio.to_thread(self._writer.shutdown, True)
+        if self._process is not None:
+            await asyncio.to_thread(self._process.wait)
+        if self._reader is not None:
+            await asyncio.to_thread(self._reader.join)
         total = sum(self.counts.values())
         summary = ", ".join(f"{rule} {count}" for rule, count in self.counts.most_common())
         where = " and ".join(path for path in (self.path, self.report_path) if path)
         logger.info("Sitemap audit: %d finding(s) in %s%s", total, where, f": {summary}" if summary else "")
+
+    # in the writer thread
+
+    def _write_job(self, job_id: int, job: tuple[Any, ...]) -> None:
+        try:
+            stdin = self._stdin()
+            tag = job[0]
+            if tag == RESPONSE:
+                body = job[2]
+                stdin.write(encode_frame((RESPONSE, job_id, tuple(job[1]), len(body))))
+                view = memoryview(body)
+                for start in range(0, len(body), _BODY_CHUNK):
+                    stdin.write(view[start : start + _BODY_CHUNK])
+            elif tag == CALL:
+                stdin.write(encode_frame((CALL, job_id, job[1], job[2])))
+            else:
+                stdin.write(encode_frame((FINISH, job_id)))
+            stdin.flush()
+            if tag == FINISH:
+                stdin.close()
+        except (OSError, ValueError) as exc:
+            self._from_thread(self._gone, f"stopped reading ({exc})")
+
+    def _stdin(self) -> IO[bytes]:
+        if self._process is None:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", AUDIT_MODULE],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=_process_env(),
+            )
+            self._reader = threading.Thread(target=self._read_answers, name="sitemap-audit-answers", daemon=True)
+            self._reader.start()
+            assert self._process.stdin is not None
+            self._process.stdin.write(encode_frame((OPEN, self.path, self.report_path, self.user_agent)))
+        assert self._process.stdin is not None
+        return self._process.stdin
+
+    # in the reader thread
+
+    def _read_answers(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        stdout = cast(BinaryIO, self._process.stdout)
+        while True:
+            try:
+                message = read_frame(stdout)
+            except (OSError, ValueError) as exc:
+                message = None
+                why = f"stopped answering ({exc})"
+            else:
+                why = "ended early"
+            if message is None:
+                self._from_thread(self._ended, why)
+                return
+            if message[0] == DONE:
+                self._from_thread(self._done, message[1], message[2])
+
+    def _from_thread(self, function: Any, *args: Any) -> None:
+        from twisted.internet import reactor  # here: importing it at module level would install one
+
+        reactor.callFromThread(function, *args)
+
+
+def _process_env() -> dict[str, str]:
+    """The audit process imports sitemap_crawl from where this process did (as the parse workers)."""
+    import sitemap_crawl
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(sitemap_crawl.__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
+    return env

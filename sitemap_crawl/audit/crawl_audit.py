@@ -1,0 +1,105 @@
+"""The audit of a whole crawl: every response of every site, the findings file and the report.
+
+Pure (no Scrapy): the audit process (sitemap_crawl.audit.process) runs one, fed the
+responses in the order the crawl received them. Per site it keeps a SiteAudit, the
+robots.txt rules and the sitemaps robots.txt declares, until the site is forgotten.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import IO, NamedTuple
+
+from sitemap_crawl.audit import rules
+from sitemap_crawl.audit.auditor import SiteAudit
+from sitemap_crawl.audit.discovery import RobotsRules
+from sitemap_crawl.audit.finding import Finding
+from sitemap_crawl.audit.report import Report
+from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
+
+_JSON_LINE = json.JSONEncoder(ensure_ascii=False).encode
+
+
+class ResponseFacts(NamedTuple):
+    """What the audit is told of one sitemap or robots.txt response, besides its body."""
+
+    site: str
+    url: str
+    role: str
+    status: int
+    final_url: str
+    content_type: str
+
+
+class CrawlAudit:
+    """Audits the responses of a crawl; writes the findings (JSON lines) and the HTML report."""
+
+    def __init__(self, path: str | None, report_path: str | None, user_agent: str) -> None:
+        self.path = path
+        self.report_path = report_path
+        self.report = Report() if report_path else None
+        self.user_agent = user_agent
+        self._audits: dict[str, SiteAudit] = {}
+        self._robots: dict[str, RobotsRules] = {}
+        self._declared: dict[str, set[str]] = {}
+        self._file: IO[str] | None = None
+
+    def audit(self, facts: ResponseFacts, body: bytes) -> Counter[str]:
+        """Audit one response; its findings are written; their count by rule is returned."""
+        site, url, role, status, final_url, content_type = facts
+        audit = self._audits.get(site)
+        if audit is None:
+            audit = self._audits[site] = SiteAudit(site or None)
+        found: list[Finding] = []
+        if status >= 400:
+            found.append(audit.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}"))
+        elif role == ROBOTS:
+            found += audit.audit_robots(body, url)
+            self._robots[site] = RobotsRules(body, self.user_agent)
+            self._declared[site] = set(audit.declared)
+        else:
+            if final_url != url:
+                found.append(audit.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}"))
+            if content_type.startswith("text/html"):
+                found.append(audit.finding(rules.SERVED_AS_HTML, final_url, None, f"Content-Type {content_type}"))
+            robots = self._robots.get(site)
+            if robots is not None and robots.disallows(url):
+                found.append(
+                    audit.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
+                )
+            if role == KNOWN and url not in self._declared.get(site, ()):
+                found.append(audit.finding(rules.FOUND_AT_KNOWN_PATH, url, None, "not declared in robots.txt"))
+            found += audit.audit_sitemap(body, final_url)
+        if found:
+            self._write(found)
+        return Counter(f.rule for f in found)
+
+    def forget(self, site: str) -> None:
+        """A site is finished: its facts go to the report, its state is dropped."""
+        audit = self._audits.pop(site, None)
+        if audit is not None and self.report is not None:
+            self.report.add_site_facts(site, audit.sitemap_pages, audit.months)
+        self._robots.pop(site, None)
+        self._declared.pop(site, None)
+
+    def _write(self, found: list[Finding]) -> None:
+        if self.report is not None:
+            for finding in found:
+                self.report.add_finding(finding)
+        if self.path is not None and self._file is None:
+            self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (closed by finish)
+        if self._file is not None:
+            self._file.write("".join(_JSON_LINE(f.to_dict()) + "\n" for f in found))
+
+    def finish(self) -> None:
+        """Close the findings file (an empty one when nothing was found) and write the report."""
+        if self._file is not None:
+            self._file.close()
+        elif self.path is not None:
+            open(self.path, "w", encoding="utf-8").close()  # no finding: an empty file, not a stale one
+        if self.report is not None and self.report_path is not None:
+            for site in list(self._audits):
+                self.forget(site)
+            with open(self.report_path, "w", encoding="utf-8") as report_file:
+                report_file.write(self.report.render())
