@@ -17,9 +17,9 @@ from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.hashset import HashSet, url_hash
 from sitemap_crawl.audit.location import SitemapPlace, check_url
 from sitemap_crawl.audit.rules import Rule
-from sitemap_crawl.audit.scan import INDEX, SITEMAP_NAMESPACE, URLSET, SitemapFacts, scan
+from sitemap_crawl.audit.scan import INDEX, SITEMAP_NAMESPACE, URLSET, SitemapFacts, body_bytes, scan
 from sitemap_crawl.audit.values import check_entry, check_lastmod
-from sitemap_crawl.parsing.stream import GZIP_MAGIC
+from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body
 
 SITE_PAGE_LIMIT = 5_000_000
 """Pages remembered per site for ``duplicate-across-sitemaps`` (8 to 16 bytes each)."""
@@ -56,13 +56,15 @@ class SiteAudit:
 
     def audit_sitemap(
         self,
-        body: bytes,
+        body: Body,
         sitemap_url: str,
         *,
         parent_url: str | None = None,
         cross_hosts: frozenset[str] = frozenset(),
     ) -> Iterator[Finding]:
         """Every finding of one sitemap body (an XML urlset or index, a text sitemap, a feed).
+
+        ``body`` is bytes, or a FileBody (the audit process spools a large body to a file).
 
         ``parent_url`` is the index that listed it, if one did (read before it).
         """
@@ -89,7 +91,7 @@ class SiteAudit:
                 for rule, detail in check_lastmod(entry.lastmod, self.now):
                     yield self.finding(rule, sitemap_url, loc, detail)
         if facts.root is None and facts.error is None:
-            yield from self._text_sitemap(body, sitemap_url, place, cross_hosts)
+            yield from self._text_sitemap(body_bytes(body), sitemap_url, place, cross_hosts)
             return
         self.kinds[sitemap_url] = facts.root or ""
         self.sitemap_pages[sitemap_url] = facts.entry_count

@@ -16,7 +16,9 @@ from sitemap_crawl.audit.auditor import SiteAudit
 from sitemap_crawl.audit.discovery import RobotsRules
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
+from sitemap_crawl.audit.scan import body_bytes
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
+from sitemap_crawl.parsing.stream import Body
 
 _JSON_LINE = json.JSONEncoder(ensure_ascii=False).encode
 
@@ -45,7 +47,7 @@ class CrawlAudit:
         self._declared: dict[str, set[str]] = {}
         self._file: IO[str] | None = None
 
-    def audit(self, facts: ResponseFacts, body: bytes) -> Counter[str]:
+    def audit(self, facts: ResponseFacts, body: Body) -> Counter[str]:
         """Audit one response; its findings are written; their count by rule is returned."""
         site, url, role, status, final_url, content_type = facts
         audit = self._audits.get(site)
@@ -55,8 +57,9 @@ class CrawlAudit:
         if status >= 400:
             found.append(audit.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}"))
         elif role == ROBOTS:
-            found += audit.audit_robots(body, url)
-            self._robots[site] = RobotsRules(body, self.user_agent)
+            text = body_bytes(body)
+            found += audit.audit_robots(text, url)
+            self._robots[site] = RobotsRules(text, self.user_agent)
             self._declared[site] = set(audit.declared)
         else:
             if final_url != url:

@@ -9,7 +9,9 @@ process sends ``(OPEN, path, report_path, user_agent)`` once, then jobs in order
 ``(RESPONSE, job_id, facts, body_length)`` followed by the body's raw bytes,
 ``(CALL, job_id, method, args)`` for a :data:`CALLS` method of the CrawlAudit, and last
 ``(FINISH, job_id)``. Each job is answered ``(DONE, job_id, {rule: count})`` once handled
-(the findings are in the file by then); after FINISH's answer the process ends.
+(the findings are in the file by then); after FINISH's answer the process ends. A
+large body is spooled to a temporary file as it arrives (as the parse worker does), so
+the process's memory does not grow with it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import traceback
 from typing import Any, BinaryIO
 
 from sitemap_crawl.audit.crawl_audit import CrawlAudit, ResponseFacts
+from sitemap_crawl.parsing.stream import FileBody
+from sitemap_crawl.parsing.worker import receive_body
 from sitemap_crawl.parsing.worker_protocol import read_frame, write_frame
 
 AUDIT_MODULE = "sitemap_crawl.audit.process"
@@ -49,7 +53,9 @@ def serve(source: BinaryIO, sink: BinaryIO) -> None:
         assert audit is not None, "the first frame is OPEN"
         job_id = message[1]
         counts: dict[str, int] = {}
-        body = source.read(message[3]) if tag == RESPONSE else b""
+        body = receive_body(source, message[3]) if tag == RESPONSE else b""  # a large one: in a file
+        if body is None:
+            break  # the crawl process is gone mid-body
         try:
             if tag == RESPONSE:
                 counts = dict(audit.audit(ResponseFacts(*message[2]), body))
@@ -60,6 +66,8 @@ def serve(source: BinaryIO, sink: BinaryIO) -> None:
         except Exception:  # a bug in a check must not stop the audit of the rest
             print(f"Sitemap audit failed on {message[:3]!r}:", file=sys.stderr)
             traceback.print_exc()
+        if isinstance(body, FileBody):
+            body.close()
         del body
         write_frame(sink, (DONE, job_id, counts))
         sink.flush()

@@ -16,7 +16,7 @@ from typing import Any
 
 from lxml import etree
 
-from sitemap_crawl.parsing.stream import GZIP_MAGIC, StreamError, gunzip_chunks, iter_chunks
+from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body, FileBody, StreamError, gunzip_chunks, iter_chunks
 from sitemap_crawl.parsing.xml import local_name
 
 SITEMAP_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -69,9 +69,21 @@ def declared_encoding(head: bytes) -> str | None:
     return match.group(1).decode("ascii") if match else None
 
 
-def _chunks(body: bytes, facts: SitemapFacts) -> Iterator[bytes]:
+def body_head(body: Body, size: int) -> bytes:
+    """The first ``size`` bytes (fewer if the body is shorter) of bytes or a FileBody."""
+    if isinstance(body, FileBody):
+        return body.read_at(0, min(size, len(body)))
+    return body[:size]
+
+
+def body_bytes(body: Body) -> bytes:
+    """The whole body as bytes (read from its file if need be)."""
+    return body.read_at(0, len(body)) if isinstance(body, FileBody) else body
+
+
+def _chunks(body: Body, facts: SitemapFacts) -> Iterator[bytes]:
     chunks = iter_chunks(body, len(body))
-    if body.startswith(GZIP_MAGIC):
+    if body_head(body, len(GZIP_MAGIC)) == GZIP_MAGIC:
         facts.gzip = True
         chunks = gunzip_chunks(chunks, _SCAN_LIMIT)
     for chunk in chunks:
@@ -79,8 +91,10 @@ def _chunks(body: bytes, facts: SitemapFacts) -> Iterator[bytes]:
         yield chunk
 
 
-def scan(body: bytes, facts: SitemapFacts) -> Iterator[RawEntry]:
+def scan(body: Body, facts: SitemapFacts) -> Iterator[RawEntry]:
     """Yield the entries of a urlset or index and fill ``facts`` as the body is read.
+
+    ``body`` is bytes or a FileBody (a large body the audit process spooled to a file).
 
     A body that is not XML yields nothing (``facts.root`` stays None). A document
     that breaks off or is not well-formed sets ``facts.error``.
@@ -199,11 +213,6 @@ _ENTRY_TAGS = {URLSET: "url", INDEX: "sitemap"}
 """The entry element of each root that has entries."""
 
 
-def _text(element: etree._Element) -> str | None:
-    text = element.text
-    return text.strip() if text is not None else None
-
-
 _LOC, _LASTMOD, _PRIORITY, _CHANGEFREQ, _IMAGE, _NEWS, _LINK, _OTHER = range(8)
 _CODES = {
     "loc": _LOC,
@@ -236,14 +245,18 @@ def _read_entry(element: etree._Element) -> RawEntry:
         code = by_tag.get(tag)
         if code is None:
             code = _code(tag)
-        if code == _LOC:
-            loc = _text(child)
-        elif code == _LASTMOD:
-            lastmod = _text(child)
-        elif code == _PRIORITY:
-            priority = _text(child)
-        elif code == _CHANGEFREQ:
-            changefreq = _text(child)
+        if code <= _CHANGEFREQ:
+            text = child.text
+            if text is not None:
+                text = text.strip()
+            if code == _LOC:
+                loc = text
+            elif code == _LASTMOD:
+                lastmod = text
+            elif code == _PRIORITY:
+                priority = text
+            else:
+                changefreq = text
         elif code == _IMAGE:
             image_count += 1
         elif code == _NEWS:
