@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from typing import IO, NamedTuple
 
 from sitemap_crawl.audit import rules
@@ -21,6 +22,7 @@ from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.parsing.stream import Body
 
 _JSON_LINE = json.JSONEncoder(ensure_ascii=False).encode
+_WRITE_BATCH = 1000
 
 
 class ResponseFacts(NamedTuple):
@@ -48,35 +50,45 @@ class CrawlAudit:
         self._file: IO[str] | None = None
 
     def audit(self, facts: ResponseFacts, body: Body) -> Counter[str]:
-        """Audit one response; its findings are written; their count by rule is returned."""
+        """Audit one response; its findings are written; their count by rule is returned.
+
+        The findings are written in batches as they come: a sitemap that yields a finding
+        per page does not hold them all in memory.
+        """
+        counts: Counter[str] = Counter()
+        batch: list[Finding] = []
+        for finding in self._findings(facts, body):
+            batch.append(finding)
+            if len(batch) >= _WRITE_BATCH:
+                self._write(batch, counts)
+                batch = []
+        if batch:
+            self._write(batch, counts)
+        return counts
+
+    def _findings(self, facts: ResponseFacts, body: Body) -> Iterator[Finding]:
         site, url, role, status, final_url, content_type = facts
         audit = self._audits.get(site)
         if audit is None:
             audit = self._audits[site] = SiteAudit(site or None)
-        found: list[Finding] = []
         if status >= 400:
-            found.append(audit.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}"))
+            yield audit.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}")
         elif role == ROBOTS:
             text = body_bytes(body)
-            found += audit.audit_robots(text, url)
+            yield from audit.audit_robots(text, url)
             self._robots[site] = RobotsRules(text, self.user_agent)
             self._declared[site] = set(audit.declared)
         else:
             if final_url != url:
-                found.append(audit.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}"))
+                yield audit.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}")
             if content_type.startswith("text/html"):
-                found.append(audit.finding(rules.SERVED_AS_HTML, final_url, None, f"Content-Type {content_type}"))
+                yield audit.finding(rules.SERVED_AS_HTML, final_url, None, f"Content-Type {content_type}")
             robots = self._robots.get(site)
             if robots is not None and robots.disallows(url):
-                found.append(
-                    audit.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
-                )
+                yield audit.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
             if role == KNOWN and url not in self._declared.get(site, ()):
-                found.append(audit.finding(rules.FOUND_AT_KNOWN_PATH, url, None, "not declared in robots.txt"))
-            found += audit.audit_sitemap(body, final_url)
-        if found:
-            self._write(found)
-        return Counter(f.rule for f in found)
+                yield audit.finding(rules.FOUND_AT_KNOWN_PATH, url, None, "not declared in robots.txt")
+            yield from audit.audit_sitemap(body, final_url)
 
     def forget(self, site: str) -> None:
         """A site is finished: its facts go to the report, its state is dropped."""
@@ -86,7 +98,8 @@ class CrawlAudit:
         self._robots.pop(site, None)
         self._declared.pop(site, None)
 
-    def _write(self, found: list[Finding]) -> None:
+    def _write(self, found: list[Finding], counts: Counter[str]) -> None:
+        counts.update(f.rule for f in found)
         if self.report is not None:
             for finding in found:
                 self.report.add_finding(finding)
