@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, NamedTuple
 
 from sitemap_crawl.audit import rules
@@ -21,7 +21,22 @@ from sitemap_crawl.audit.scan import body_bytes
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.parsing.stream import Body
 
-_JSON_LINE = json.JSONEncoder(ensure_ascii=False).encode
+_JSON_STRING: Callable[[str], str] = json.encoder.encode_basestring  # the C one when there is one
+
+
+def _json(value: str | None) -> str:
+    return "null" if value is None else _JSON_STRING(value)
+
+
+def json_line(finding: Finding) -> str:
+    """``json.dumps(finding.to_dict(), ensure_ascii=False)`` and a newline, built directly."""
+    return (
+        f'{{"website": {_json(finding.website)}, "sitemap_url": {_JSON_STRING(finding.sitemap_url)}, '
+        f'"url": {_json(finding.url)}, "rule": {_JSON_STRING(finding.rule)}, '
+        f'"severity": {_JSON_STRING(finding.severity)}, "detail": {_JSON_STRING(finding.detail)}}}\n'
+    )
+
+
 _WRITE_BATCH = 1000
 
 
@@ -106,7 +121,7 @@ class CrawlAudit:
         if self.path is not None and self._file is None:
             self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (closed by finish)
         if self._file is not None:
-            self._file.write("".join(_JSON_LINE(f.to_dict()) + "\n" for f in found))
+            self._file.write("".join(map(json_line, found)))
 
     def finish(self) -> None:
         """Close the findings file (an empty one when nothing was found) and write the report."""
