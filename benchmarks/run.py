@@ -48,8 +48,9 @@ TOOLS_DIR = BENCH / "tools"
 VENV_PY = REPO / ".venv" / "bin" / "python"
 USP_VENV = WORK / "venv-usp"
 USP_REQUIREMENT = "ultimate-sitemap-parser==1.8.1"
-ALL_TOOLS = ("ours", "ours_audit", "baseline", "usp", "scrapy_sitemapspider", "floor")
-"""``ours_audit``: ours with the audit on (SITEMAP_CRAWL_AUDIT_FILE and SITEMAP_CRAWL_REPORT_FILE)."""
+ALL_TOOLS = ("ours", "ours_audit", "baseline", "baseline_audit", "usp", "scrapy_sitemapspider", "floor")
+"""``ours_audit``: ours with the audit on (SITEMAP_CRAWL_AUDIT_FILE and SITEMAP_CRAWL_REPORT_FILE);
+``baseline_audit``: the baseline with the audit on."""
 BASELINE: list[Path] = []
 """A checkout of another commit of this repository (--baseline), run as the tool "baseline"."""
 DEFAULT_PORT = 8931
@@ -393,8 +394,8 @@ class Context:
 
 
 def tool_command(tool: str, ctx: Context, out: Path) -> tuple[list[str], Path]:
-    if tool == "ours_audit":
-        command, cwd = tool_command("ours", ctx, out)
+    if tool in ("ours_audit", "baseline_audit"):
+        command, cwd = tool_command(tool.removesuffix("_audit"), ctx, out)
         audit = ["-s", f"SITEMAP_CRAWL_AUDIT_FILE={out.parent / 'findings.jsonl'}"]
         return [*command, *audit, "-s", f"SITEMAP_CRAWL_REPORT_FILE={out.parent / 'report.html'}"], cwd
     if tool in ("ours", "baseline"):
@@ -449,7 +450,8 @@ def tool_command(tool: str, ctx: Context, out: Path) -> tuple[list[str], Path]:
 
 
 def output_name(tool: str) -> str:
-    return "pages.jsonl" if tool in ("ours", "ours_audit", "baseline", "scrapy_sitemapspider") else "pages.txt"
+    jsonl_tools = ("ours", "ours_audit", "baseline", "baseline_audit", "scrapy_sitemapspider")
+    return "pages.jsonl" if tool in jsonl_tools else "pages.txt"
 
 
 # --------------------------------------------------------------------------- reporting
@@ -604,8 +606,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="rounds; each round runs every tool once")
     ap.add_argument(
         "--tools",
-        default=",".join(t for t in ALL_TOOLS if t not in ("baseline", "ours_audit")),
-        help=f"comma-separated subset of {ALL_TOOLS} (ours_audit is not in the default set)",
+        default=",".join(t for t in ALL_TOOLS if t not in ("baseline", "ours_audit", "baseline_audit")),
+        help=f"comma-separated subset of {ALL_TOOLS} (baseline and the _audit tools are not in the default set)",
     )
     ap.add_argument(
         "--port",
