@@ -1,12 +1,21 @@
 """The audit runs in a process of its own: with the smallest backlog (every body alone) the
-crawl is paused while the audit catches up, never stalled, and every finding is there."""
+crawl is paused while the audit catches up, never stalled, and every finding is there; a
+process that dies does not hold the crawl."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
+import pytest
+from scrapy.utils.test import get_crawler
+
+from sitemap_crawl.audit.crawl_audit import ResponseFacts
+from sitemap_crawl.audit.process import RESPONSE
+from sitemap_crawl.extensions.audit import SitemapAuditExtension
 from tests.support import robots, sitemapindex, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import SiteFactory
@@ -45,3 +54,22 @@ def test_a_one_byte_backlog_pauses_the_crawl_and_loses_nothing(
     assert result.stats["sitemap_crawl/audit/lastmod-format"] == 8
     assert result.stats["sitemap_crawl/audit_paused"] >= 1
     assert "Sitemap audit: " in result.log
+
+
+def test_a_gone_audit_process_does_not_hold_the_crawl(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The answers of the audit process stop (it died): its bodies are let go, the close ends."""
+    crawler = get_crawler(settings_dict={"SITEMAP_CRAWL_AUDIT_FILE": str(tmp_path / "findings.jsonl")})
+    extension = SitemapAuditExtension.from_crawler(crawler)
+    facts = ResponseFacts("https://example.com/", "https://example.com/a.xml", "child", 200, "", "text/xml")
+    extension._gone("was killed")  # what the answer reader reports when the pipe closes early
+    for _ in range(3):
+        extension.backlog.add((RESPONSE, facts, b"<urlset/>"), 9)  # let go at once, none waits
+
+    async def close() -> None:
+        await asyncio.wait_for(extension._close(None), timeout=5)
+
+    with caplog.at_level(logging.INFO):
+        asyncio.run(close())
+    assert extension.backlog.idle and not extension.backlog.paused
+    assert "The sitemap audit process was killed; the rest of the crawl is not audited" in caplog.text
+    assert "Sitemap audit: 0 finding(s)" in caplog.text

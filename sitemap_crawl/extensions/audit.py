@@ -57,8 +57,7 @@ class SitemapAuditExtension:
         self._reader: threading.Thread | None = None
         self._broken = False
         self._finished: asyncio.Future[None] | None = None
-        self._finish_id = 0
-        self._finish_answered = False
+        """Set at spider close; done once every job, FINISH the last, is answered or let go."""
         crawler.signals.connect(self._response, signal=signals.response_received)
         crawler.signals.connect(self._site_finished, signal=site_finished)
         crawler.signals.connect(self._close, signal=signals.spider_closed)
@@ -103,20 +102,27 @@ class SitemapAuditExtension:
                 for rule, count in counts.items():
                     stats.inc_value(f"{AUDIT_STAT}/{rule}", count)
         self.backlog.done(job_id)
-        if job_id == self._finish_id:
-            self._finish_answered = True
-            if self._finished is not None and not self._finished.done():
-                self._finished.set_result(None)
+        self._check_finished()
+
+    def _check_finished(self) -> None:
+        if self._finished is not None and self.backlog.idle and not self._finished.done():
+            self._finished.set_result(None)
+
+    def _engine(self) -> Any:
+        try:
+            return self.crawler.engine
+        except RuntimeError:  # not started (or already gone): nothing to pause
+            return None
 
     def _pause(self) -> None:
-        engine = self.crawler.engine
+        engine = self._engine()
         if engine is not None:
             engine.pause()
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(AUDIT_PAUSED_STAT)
 
     def _resume(self) -> None:
-        engine = self.crawler.engine
+        engine = self._engine()
         if engine is not None:
             engine.unpause()
             slot = getattr(engine, "_slot", None)  # unpause() alone waits for the next heartbeat (5 s)
@@ -124,8 +130,8 @@ class SitemapAuditExtension:
                 slot.nextcall.schedule()
 
     def _ended(self, why: str) -> None:
-        """The process's answers ended: as they should after FINISH, else it is gone."""
-        if not self._finish_answered:
+        """The process's answers ended: as they should once FINISH is answered, else it is gone."""
+        if not (self._finished is not None and self.backlog.idle):
             self._gone(why)
 
     def _gone(self, why: str) -> None:
@@ -138,10 +144,13 @@ class SitemapAuditExtension:
 
     async def _close(self, spider: Any) -> None:
         self._finished = asyncio.get_running_loop().create_future()
-        self._finish_id = self.backlog.add((FINISH,), 0)
+        self.backlog.add((FINISH,), 0)
+        self._check_finished()  # already let go (the process is gone)
         await self._finished  # answered by the process, or let go if it is gone
         await asyncio.to_thread(self._writer.shutdown, True)
         if self._process is not None:
+            if self._broken:
+                self._process.kill()  # it may still be running, but it is not told FINISH
             await asyncio.to_thread(self._process.wait)
         if self._reader is not None:
             await asyncio.to_thread(self._reader.join)
