@@ -41,7 +41,7 @@ def parse(report: Report) -> Any:
 def heads(doc: Any) -> dict[str, Any]:
     """The head of each tree node (its <summary>, or the <li> of a leaf), by URL."""
     found = {}
-    for item in doc.xpath("//li[@class='node']"):
+    for item in doc.xpath(".//li[@class='node']"):
         head = (item.xpath("./details/summary") or [item])[0]
         found[head.xpath("string(./code[@class='url'])")] = head
     return found
@@ -101,19 +101,19 @@ def test_tree_nodes_carry_pages_findings_and_rule_ids() -> None:
         "kind": "website",
         "pages": "9 pages",
         "invalid": "",
-        "below": "8 below",
+        "below": "8 findings below",
         "rules": "http-error",
         "severities": "1 error",
     }
     assert nodes[f"{SITE}index.xml"]["pages"] == "5 pages"
-    assert nodes[f"{SITE}index.xml"]["below"] == "6 below"
+    assert nodes[f"{SITE}index.xml"]["below"] == "6 findings below"
     assert nodes[f"{SITE}a.xml"] == {
         "kind": "xml_urlset",
         "pages": "3 pages",
         "invalid": "",
         "below": "",
         "rules": "url-fragment lastmod-format",
-        "severities": "1 error, 2 warning",
+        "severities": "1 error, 2 warnings",
     }
     assert nodes[f"{SITE}robots.txt"]["rules"] == "relative-sitemap-line"
     assert nodes[f"{SITE}old.xml"]["rules"] == "redirected url-fragment"
@@ -161,9 +161,9 @@ def test_children_beyond_the_cap_become_one_line() -> None:
     more = doc.xpath("//li[@class='more']")
     assert len(more) == 1
     hidden = 1000 - CHILDREN_SHOWN
-    assert more[0].text_content() == f"… and {hidden} more ({hidden * 10:,} pages) 2 warning url-fragment×2"
+    assert more[0].text_content() == f"… and {hidden} more ({hidden * 10:,} pages) 2 warnings url-fragment×2"
     assert facts(shown[f"{SITE}index.xml"])["pages"] == "10,000 pages"
-    assert facts(shown[f"{SITE}index.xml"])["below"] == "3 below"
+    assert facts(shown[f"{SITE}index.xml"])["below"] == "3 findings below"
 
 
 def test_nodes_per_site_are_capped_breadth_first() -> None:
@@ -245,3 +245,42 @@ def test_report_of_a_crawl_shows_the_tree(
     assert nodes[site.url("/a.xml")]["rules"] == "url-fragment"
     assert sorted(nodes[site.url("/old.xml")]["rules"].split()) == ["redirected", "url-fragment"]
     assert nodes[site.url("/missing.xml")]["rules"] == "http-error"
+
+
+def test_many_site_report_has_a_tree_per_site(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    site = fixture_site(
+        {
+            "//one.test/robots.txt": robots("http://one.test:{port}/sitemap.xml"),
+            "//one.test/sitemap.xml": urlset("http://one.test:{port}/a#frag"),
+            "//two.test/sitemap.xml": urlset("http://two.test:{port}/a", "http://two.test:{port}/b"),
+        }
+    )
+    one, two = (f"http://{name}:{site.port}/" for name in ("one.test", "two.test"))
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text(f"{one}\n{two}\n")
+    report = tmp_path / "report.html"
+    settings = {
+        "RETRY_TIMES": 0,
+        "DOWNLOAD_TIMEOUT": 5,
+        "SITEMAP_CRAWL_KNOWN_PATHS": "sitemap.xml",
+        "TWISTED_DNS_RESOLVER": "tests.support.dns.LoopbackResolver",
+        "SITEMAP_CRAWL_REPORT_FILE": str(report),
+    }
+    crawl({"homepages_file": str(homepages)}, settings=settings).assert_ok()
+
+    doc: Any = lxml.html.fromstring(report.read_bytes())
+    trees = {}
+    for section in doc.xpath("//section[@class='site']"):
+        nodes = {url: facts(head) for url, head in heads(section).items()}
+        trees[section.xpath("string(h2)")] = {url: (f["kind"], f["pages"], f["rules"]) for url, f in nodes.items()}
+    assert trees == {
+        one: {
+            one: ("website", "1 page", ""),
+            f"{one}robots.txt": ("robots_txt", "1 page", ""),
+            f"{one}sitemap.xml": ("xml_urlset", "1 page", "url-fragment"),
+        },
+        two: {  # robots.txt answered 404: no node, its finding is on the website node
+            two: ("website", "2 pages", "http-error"),
+            f"{two}sitemap.xml": ("xml_urlset", "2 pages", "known-path-only"),
+        },
+    }

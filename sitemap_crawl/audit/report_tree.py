@@ -142,12 +142,12 @@ def render_tree(top: NodeSummary) -> str:
 def _node(summary: NodeSummary, depth: int) -> str:
     kind = escape(summary.kind)
     head = [f"<span class='kind'>{kind}</span> <code class='url'>{escape(summary.url)}</code>"]
-    head.append(f" <span class='pages'>{summary.pages:,} pages</span>")
+    head.append(f" <span class='pages'>{_count(summary.pages, 'page')}</span>")
     if summary.error:
         head.append(f" <span class='invalid'>{escape(summary.error)}</span>")
     head.append(_findings(summary.findings))
     if summary.below:
-        head.append(f" <span class='below'>{summary.below:,} below</span>")
+        head.append(f" <span class='below'>{_count(summary.below, 'finding')} below</span>")
     if not summary.children and summary.more is None:
         return f"<li class='node' data-kind='{kind}'>{''.join(head)}</li>"
     items = [_node(child, depth + 1) for child in summary.children]
@@ -155,7 +155,7 @@ def _node(summary: NodeSummary, depth: int) -> str:
         more = summary.more
         inside = f", {more.nodes:,} nodes" if more.nodes != more.sitemaps else ""
         items.append(
-            f"<li class='more'>… and {more.sitemaps:,} more ({more.pages:,} pages{inside})"
+            f"<li class='more'>… and {more.sitemaps:,} more ({_count(more.pages, 'page')}{inside})"
             f"{_findings(more.findings)}</li>"
         )
     state = " open" if depth < OPEN_DEPTH else ""
@@ -174,9 +174,13 @@ def _findings(by_rule: Counter[str]) -> str:
         rule = RULES_BY_ID.get(rule_id)
         by_severity[rule.severity.value if rule is not None else Severity.NOTICE.value] += count
     parts = [
-        f" <span class='sev {severity}'>{by_severity[severity]:,} {severity}</span>"
+        f" <span class='sev {severity}'>{_count(by_severity[severity], severity)}</span>"
         for severity in SEVERITIES
         if by_severity[severity]
     ]
     rules = " ".join(f"<code>{escape(rule_id)}</code>&#215;{count:,}" for rule_id, count in by_rule.most_common())
     return "".join(parts) + f" <span class='rules'>{rules}</span>"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
