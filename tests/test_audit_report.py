@@ -4,11 +4,13 @@ hostile URLs stay text; the caps hold and a report of thousands of sites is fast
 from __future__ import annotations
 
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import lxml.html
 import pytest
+from scrapy.utils.test import get_crawler
 
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
@@ -18,7 +20,10 @@ from sitemap_crawl.audit.report_tree import (
     NODES_PER_SITE_BEYOND,
     REPORT_NODES,
 )
-from sitemap_crawl.tree import TreeNode
+from sitemap_crawl.extensions.tree import SitemapTreeExtension
+from sitemap_crawl.items import NodeReport
+from sitemap_crawl.signals import site_tree
+from sitemap_crawl.tree import SitemapTree, TreeNode
 from tests.support import robots, sitemapindex, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import Route, SiteFactory
@@ -284,3 +289,71 @@ def test_many_site_report_has_a_tree_per_site(fixture_site: SiteFactory, crawl: 
             f"{two}sitemap.xml": ("xml_urlset", "2 pages", "known-path-only"),
         },
     }
+
+
+def test_the_tree_extension_hands_each_closed_tree_by_signal() -> None:
+    crawler = get_crawler(settings_dict={"SITEMAP_CRAWL_TREE_LOG_LINES": 0})
+    crawler._apply_settings()
+    extension = SitemapTreeExtension(crawler)
+    received: list[tuple[str, str, str | None]] = []
+
+    def on_tree(site: str, tree: SitemapTree) -> None:
+        assert tree.root is not None
+        received.append((site, tree.root.url, tree.root.children[0].error))
+
+    crawler.signals.connect(on_tree, signal=site_tree)
+    for site in ("https://a.test/", "https://b.test/"):
+        extension.record_node(NodeReport((), site, "website"), site)
+        extension.record_node(NodeReport((0,), f"{site}robots.txt", "robots_txt", finished=False), site)
+    extension.finish_site("https://a.test/", unreachable=None)
+    extension.finish_site("https://b.test/", attempt="w1")
+    assert received == [
+        ("https://a.test/", "https://a.test/", "interrupted"),
+        ("https://b.test/", "https://b.test/", "interrupted"),
+    ]
+
+
+def test_without_a_tree_the_report_lists_entries_per_sitemap() -> None:
+    report = Report()
+    report.add_site_facts(SITE, {f"{SITE}sitemap.xml": 3}, Counter({"2024-05": 3}))
+    doc = parse(report)
+    assert doc.xpath("string(//table[@class='sitemaps']//td)") == f"{SITE}sitemap.xml"
+    assert not doc.xpath("//ul[@class='tree']")
+    report.add_tree(SITE, node(SITE, "website", 0, node(f"{SITE}sitemap.xml", "xml_urlset", 3)))
+    doc = parse(report)
+    assert not doc.xpath("//table[@class='sitemaps']") and len(doc.xpath("//li[@class='node']")) == 2
+
+
+def test_report_of_a_crawl_stopped_early_has_the_tree_so_far(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/first.xml", "{base}/slow.xml", "{base}/third.xml"),
+            "/first.xml": urlset("{base}/a", "{base}/b#x"),
+            "/slow.xml": Route(urlset("{base}/late"), delay=0.5),
+            "/third.xml": urlset("{base}/never"),
+        }
+    )
+    report = tmp_path / "report.html"
+    settings = {
+        "RETRY_TIMES": 0,
+        "SITEMAP_CRAWL_KNOWN_PATHS": "sitemap.xml",
+        "CLOSESPIDER_ITEMCOUNT": 1,
+        "SITEMAP_CRAWL_BATCH_SIZE": 1,
+        "CONCURRENT_REQUESTS": 1,
+        "SITEMAP_CRAWL_REPORT_FILE": str(report),
+    }
+    result = crawl({"homepage": site.base}, settings=settings).assert_ok()
+    assert result.stats["finish_reason"] == "closespider_itemcount"
+
+    nodes = {url: facts(head) for url, head in heads(lxml.html.fromstring(report.read_bytes())).items()}
+    assert nodes[site.url("/first.xml")] == {
+        "kind": "xml_urlset",
+        "pages": "2 pages",
+        "invalid": "",
+        "below": "",
+        "rules": "url-fragment",
+        "severities": "1 warning",
+    }
+    assert [nodes[url]["kind"] for url in list(nodes)[:2]] == ["website", "robots_txt"]

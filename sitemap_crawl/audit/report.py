@@ -105,15 +105,18 @@ class Report:
         summary.tree, summary.nodes = summarize_tree(root, findings, budget)
         self.nodes_shown += len(summary.nodes)
         summary.pending.clear()
+        summary.sitemap_pages.clear()
 
     def add_site_facts(self, website: str, sitemap_pages: dict[str, int], months: Counter[str]) -> None:
-        """Entries per sitemap (the first ones, capped) and the lastmod months of a site."""
+        """The lastmod months of a site and, without a tree, entries per sitemap (the first ones)."""
         summary = self.site(website)
+        summary.months.update(months)
+        if summary.tree is not None:
+            return  # the tree shows the pages of each sitemap
         for url, count in sitemap_pages.items():
             if len(summary.sitemap_pages) >= SITEMAPS_PER_SITE:
                 break
             summary.sitemap_pages[url] = count
-        summary.months.update(months)
 
     def render(self) -> str:
         """The whole HTML page."""
