@@ -17,7 +17,7 @@ from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.hashset import HashSet, url_hash
 from sitemap_crawl.audit.location import SitemapPlace, check_url
 from sitemap_crawl.audit.rules import Rule
-from sitemap_crawl.audit.scan import INDEX, SITEMAP_NAMESPACE, URLSET, SitemapFacts, scan
+from sitemap_crawl.audit.scan import INDEX, SITEMAP_NAMESPACE, URLSET, SitemapFacts, is_utf8, scan
 from sitemap_crawl.audit.values import check_entry, check_lastmod
 from sitemap_crawl.parsing.stream import GZIP_MAGIC
 
@@ -113,8 +113,12 @@ class SiteAudit:
             )
 
     def _document(self, facts: SitemapFacts, sitemap_url: str, news: int) -> Iterator[Finding]:
-        if facts.encoding is not None and facts.encoding.upper().replace("_", "-") not in ("UTF-8", "UTF8"):
+        if not is_utf8(facts.encoding):
             yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"encoding {facts.encoding}")
+        if facts.bad_utf8 is not None:
+            yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"byte {facts.bad_utf8:,} is not UTF-8")
+            if facts.error is not None and "encoding" in facts.error:
+                return  # lxml stopped on the same byte: the document is not otherwise broken
         if facts.error is not None:
             rule = rules.UNESCAPED_ENTITY if "EntityRef" in facts.error else rules.INVALID_DOCUMENT
             yield self.finding(rule, sitemap_url, None, facts.error[:300])
@@ -145,7 +149,12 @@ class SiteAudit:
         in_sitemap = HashSet(2 * rules.MAX_URLS)
         count = 0
         text = gzip.decompress(body) if body.startswith(GZIP_MAGIC) else body
-        for line in text.decode("utf-8", "replace").splitlines():
+        try:
+            decoded = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"byte {exc.start:,} is not UTF-8")
+            decoded = text.decode("utf-8", "replace")
+        for line in decoded.splitlines():
             loc = line.strip()
             if not loc:
                 continue
