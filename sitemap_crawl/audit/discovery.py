@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from urllib.parse import urljoin, urlsplit
 
 from protego import Protego  # the robots.txt parser Scrapy ships (pure Python, no Scrapy)
 
 from sitemap_crawl.audit import rules
+from sitemap_crawl.audit.hashset import HashSet, url_hash
 from sitemap_crawl.audit.rules import Rule
 from sitemap_crawl.parsing.robots import decode_robots
+
+DECLARATION_LIMIT = 1_000_000
+"""(host, sitemap) pairs, and hosts, remembered for cross-submission (8 to 16 bytes each)."""
 
 _SITEMAP_LINE = re.compile(r"^[\s\ufeff]*site-?maps?\s*:[\s\xa0\u200b\ufeffÂ]*(\S*)", re.IGNORECASE)
 
@@ -53,3 +57,31 @@ class RobotsRules:
         """``sitemap-disallowed`` when ``url`` is disallowed."""
         if self.disallows(url):
             yield rules.SITEMAP_DISALLOWED, f"robots.txt disallows it for {self.user_agent!r}"
+
+
+class SitemapDeclarations:
+    """What every robots.txt the audit read declares, by host: the cross-submission test.
+
+    The protocol lets a sitemap list pages of another host when that host's robots.txt
+    declares the sitemap. Shared by the audits of all sites of a run; it holds 64-bit
+    hashes only, at most ``limit`` hosts and ``limit`` (host, sitemap) pairs.
+    """
+
+    def __init__(self, limit: int = DECLARATION_LIMIT) -> None:
+        self._hosts = HashSet(limit)
+        self._pairs = HashSet(limit)
+
+    def add(self, robots_url: str, sitemap_urls: Iterable[str]) -> None:
+        """Note that ``robots_url`` was read and declares ``sitemap_urls`` (absolute)."""
+        host = (urlsplit(robots_url).hostname or "").lower()
+        self._hosts.add(url_hash(host))
+        for url in sitemap_urls:
+            self._pairs.add(url_hash(f"{host} {url}"))
+
+    def read(self, host: str) -> bool:
+        """Whether a robots.txt of ``host`` was read."""
+        return self._hosts.has(url_hash(host))
+
+    def declares(self, host: str, sitemap_url: str) -> bool:
+        """Whether ``host``'s robots.txt declares ``sitemap_url``."""
+        return self._pairs.has(url_hash(f"{host} {sitemap_url}"))

@@ -21,7 +21,7 @@ from scrapy.http import Response
 
 from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.auditor import SiteAudit
-from sitemap_crawl.audit.discovery import RobotsRules
+from sitemap_crawl.audit.discovery import RobotsRules, SitemapDeclarations
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
@@ -30,6 +30,10 @@ from sitemap_crawl.names import AUDIT_STAT, META_KEY
 from sitemap_crawl.signals import site_finished
 
 logger = logging.getLogger(__name__)
+
+ENCODING_META = "sitemap_crawl_audit_encoding"
+"""Request meta key: the Content-Encoding the server sent (Scrapy's HttpCompressionMiddleware
+removes the header once it has decoded the body; ``headers_received`` sees it before)."""
 
 
 class SitemapAuditExtension:
@@ -45,9 +49,11 @@ class SitemapAuditExtension:
         self._audits: dict[str, SiteAudit] = {}
         self._robots: dict[str, RobotsRules] = {}
         self._declared: dict[str, set[str]] = {}
+        self._declarations = SitemapDeclarations()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemap-audit")
         self._file: IO[str] | None = None
         self._last: Future[None] | None = None
+        crawler.signals.connect(self._headers, signal=signals.headers_received)
         crawler.signals.connect(self._response, signal=signals.response_received)
         crawler.signals.connect(self._site_finished, signal=site_finished)
         crawler.signals.connect(self._close, signal=signals.spider_closed)
@@ -60,12 +66,17 @@ class SitemapAuditExtension:
             raise NotConfigured  # off (no message: Scrapy would log one WARNING line per crawl)
         return cls(crawler, str(path) if path else None, str(report_path) if report_path else None)
 
+    def _headers(self, headers: Any, request: Request, **_kwargs: Any) -> None:
+        if isinstance(request.meta.get(META_KEY), Visit):
+            request.meta[ENCODING_META] = (headers.get(b"Content-Encoding") or b"").decode("latin-1").lower()
+
     def _response(self, response: Response, request: Request, spider: Any) -> None:
         visit = request.meta.get(META_KEY)
         if not isinstance(visit, Visit):
             return
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
-        facts = (visit.site, visit.url, visit.role, response.status, response.url, content_type)
+        encoding = str(request.meta.get(ENCODING_META, ""))
+        facts = (visit.site, visit.url, visit.role, response.status, response.url, content_type, encoding)
         self._last = self._executor.submit(self._audit, facts, response.body)
 
     def _site_finished(self, site: str, **_kwargs: Any) -> None:
@@ -73,22 +84,26 @@ class SitemapAuditExtension:
 
     def _forget(self, site: str) -> None:
         audit = self._audits.pop(site, None)
+        if audit is not None:
+            found = list(audit.finish())
+            if found:
+                self._write(found)
         if audit is not None and self.report is not None:
             self.report.add_site_facts(site, audit.sitemap_pages, audit.months)
         self._robots.pop(site, None)
         self._declared.pop(site, None)
 
     # in the worker thread
-    def _audit(self, facts: tuple[str, str, str, int, str, str], body: bytes) -> None:
-        site, url, role, status, final_url, content_type = facts
+    def _audit(self, facts: tuple[str, str, str, int, str, str, str], body: bytes) -> None:
+        site, url, role, status, final_url, content_type, encoding = facts
         audit = self._audits.get(site)
         if audit is None:
-            audit = self._audits[site] = SiteAudit(site or None)
+            audit = self._audits[site] = SiteAudit(site or None, declarations=self._declarations)
         found: list[Finding] = []
         if status >= 400:
             found.append(audit.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}"))
         elif role == ROBOTS:
-            found += audit.audit_robots(body, url)
+            found += audit.audit_robots(body, url, self.user_agent)
             self._robots[site] = RobotsRules(body, self.user_agent)
             self._declared[site] = set(audit.declared)
         else:
@@ -103,6 +118,7 @@ class SitemapAuditExtension:
                 )
             if role == KNOWN and url not in self._declared.get(site, ()):
                 found.append(audit.finding(rules.FOUND_AT_KNOWN_PATH, url, None, "not declared in robots.txt"))
+            found += audit.audit_served(body, final_url, content_type, encoding)
             found += audit.audit_sitemap(body, final_url)
         if found:
             self._write(found)
@@ -128,13 +144,13 @@ class SitemapAuditExtension:
                 stats.inc_value(f"{AUDIT_STAT}/{rule}", count)
 
     def _finish(self) -> None:
+        for site in list(self._audits):
+            self._forget(site)  # the findings known at a site's end, before the file is closed
         if self._file is not None:
             self._file.close()
         elif self.path is not None:
             open(self.path, "w", encoding="utf-8").close()  # no finding: an empty file, not a stale one
         if self.report is not None and self.report_path is not None:
-            for site in list(self._audits):
-                self._forget(site)
             with open(self.report_path, "w", encoding="utf-8") as report_file:
                 report_file.write(self.report.render())
 
