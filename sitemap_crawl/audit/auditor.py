@@ -108,7 +108,7 @@ class SiteAudit:
                 if entry.lastmod and len(entry.lastmod) >= 7 and entry.lastmod[4] == "-":
                     self.months[entry.lastmod[:7]] += 1
                     value = parse_w3c(entry.lastmod)
-                    if value is not None and (newest is None or value > newest[1]):
+                    if value is not None and (newest is None or value > newest[1]) and value <= self.now:
                         newest = (entry.lastmod, value)
                 if entry.hreflangs:
                     self._remember_alternates(sitemap_url, loc, entry.hreflangs)
@@ -157,8 +157,12 @@ class SiteAudit:
         gzip_body = body.startswith(GZIP_MAGIC)
         encoded = "gzip" in content_encoding
         if urlsplit(url).path.lower().endswith(".gz") and not gzip_body:
-            why = "served with Content-Encoding: gzip (a client that decodes it saves XML)" if encoded else "not gzip"
-            yield self.finding(rules.GZIP_MISLABELLED, url, None, f"a .gz URL whose body is {why}")
+            why = (
+                "served with Content-Encoding: gzip: once decoded, the body is not gzip (a client saves XML as .gz)"
+                if encoded
+                else "whose body is not gzip"
+            )
+            yield self.finding(rules.GZIP_MISLABELLED, url, None, f"a .gz URL {why}")
         elif gzip_body and encoded:
             yield self.finding(rules.GZIP_MISLABELLED, url, None, "gzip twice: Content-Encoding: gzip over a gzip file")
         elif gzip_body and content_type.split(";")[0].strip() in _XML_OR_TEXT:
