@@ -313,6 +313,13 @@ def test_gzip_mislabelled(body: bytes, where: str, content_type: str, encoding: 
         assert [f.rule for f in found] == ["gzip-mislabelled"] and why in found[0].detail
 
 
+def test_gzip_encoding_on_a_body_that_is_not_gzip() -> None:
+    found = list(SiteAudit(None, now=NOW).audit_undecodable("https://example.com/s.xml", "gzip"))
+    assert [(f.rule, f.detail) for f in found] == [
+        ("gzip-mislabelled", "Content-Encoding: gzip on a body that is not gzip")
+    ]
+
+
 def test_other_host_says_which_robots_txt_was_checked() -> None:
     declarations = SitemapDeclarations()  # shared by the sites of a run
 

@@ -12,7 +12,7 @@ from typing import Any
 import lxml.html
 
 from sitemap_crawl.audit import rules
-from tests.support import robots, sitemapindex, urlset
+from tests.support import gzip_bytes, robots, sitemapindex, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import Route, SiteFactory
 
@@ -245,3 +245,39 @@ def test_a_site_breaking_every_rule_once(fixture_site: SiteFactory, crawl: Crawl
     assert [f["website"] for f in found if f["rule"] in ("known-path-only", "no-sitemap-in-robots")] == [
         f"http://two.test:{site.port}/"
     ] * 2
+
+
+def test_gzip_mislabelled_as_the_crawl_sees_it(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    # Scrapy decodes Content-Encoding: gzip and drops the header; the audit notes it at headers_received
+    children = (
+        "plain.xml.gz",
+        "as-xml.xml",
+        "twice.xml",
+        "lying.xml",
+        "fine.xml.gz",
+        "transport.xml",
+        "identity.xml.gz",
+    )
+    site = fixture_site(
+        {
+            "/robots.txt": robots(*(f"{{base}}/{name}" for name in children)),
+            "/plain.xml.gz": Route(urlset("{base}/a")),  # broken: a .gz URL, not gzip
+            "/as-xml.xml": Route(urlset("{base}/b"), gzip_file=True, content_type="text/xml"),  # broken
+            "/twice.xml": Route(gzip_bytes(urlset("{base}/c").replace("{base}", "")), gzip_encoding=True),  # broken
+            "/fine.xml.gz": Route(urlset("{base}/d"), gzip_file=True),  # sound: application/x-gzip
+            "/transport.xml": Route(urlset("{base}/e"), gzip_encoding=True),  # sound: HTTP compression
+            "/identity.xml.gz": Route(urlset("{base}/f"), gzip_file=True, headers={"Content-Encoding": "identity"}),
+            "/lying.xml": Route(urlset("{base}/g"), headers={"Content-Encoding": "gzip"}),  # broken: download fails
+        }
+    )
+    audit_file = tmp_path / "findings.jsonl"
+    settings = {**FAST, "SITEMAP_CRAWL_KNOWN_PATHS_MODE": "fallback", "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file)}
+    result = crawl({"homepage": site.base}, settings=settings).assert_ok()
+    assert len(result.pages) == len(children) - 1  # each read but lying.xml, double gzip too
+    found = [f for f in read_findings(audit_file) if f["rule"] == "gzip-mislabelled"]
+    assert sorted((f["sitemap_url"].rsplit("/", 1)[1], f["detail"]) for f in found) == [
+        ("as-xml.xml", "a gzip file served as Content-Type text/xml"),
+        ("lying.xml", "Content-Encoding: gzip on a body that is not gzip"),
+        ("plain.xml.gz", "a .gz URL whose body is not gzip"),
+        ("twice.xml", "gzip twice: Content-Encoding: gzip over a gzip file"),
+    ]

@@ -168,6 +168,13 @@ class SiteAudit:
         elif gzip_body and content_type.split(";")[0].strip() in _XML_OR_TEXT:
             yield self.finding(rules.GZIP_MISLABELLED, url, None, f"a gzip file served as Content-Type {content_type}")
 
+    def audit_undecodable(self, url: str, content_encoding: str) -> Iterator[Finding]:
+        """``gzip-mislabelled``: Content-Encoding: gzip on a body that is not gzip (an HTTP client
+        that honours the header cannot decode it: Scrapy fails the download)."""
+        yield self.finding(
+            rules.GZIP_MISLABELLED, url, None, f"Content-Encoding: {content_encoding} on a body that is not gzip"
+        )
+
     def finish(self) -> Iterator[Finding]:
         """The findings known only once all of the site's sitemaps are read (``hreflang-not-reciprocal``)."""
         alternates, self._alternates = self._alternates, []

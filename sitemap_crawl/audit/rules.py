@@ -122,7 +122,8 @@ GZIP_MISLABELLED = Rule(
     "gzip-mislabelled",
     W,
     "discovery",
-    "gzip and the headers or name disagree: a .gz URL that is not gzip, or a gzip file served as XML or text.",
+    "gzip and the name or headers disagree: a .gz URL that is not gzip, gzip served as XML or text or gzipped twice,"
+    " Content-Encoding: gzip on a body that is not gzip.",
     G,
 )
 

@@ -27,13 +27,14 @@ from sitemap_crawl.audit.report import Report
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.discovery.site import Visit
 from sitemap_crawl.names import AUDIT_STAT, META_KEY
+from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.signals import site_finished
 
 logger = logging.getLogger(__name__)
 
 ENCODING_META = "sitemap_crawl_audit_encoding"
 """Request meta key: the Content-Encoding the server sent (Scrapy's HttpCompressionMiddleware
-removes the header once it has decoded the body; ``headers_received`` sees it before)."""
+removes the header once it has decoded the body; ``response_downloaded`` sees it before)."""
 
 
 class SitemapAuditExtension:
@@ -53,7 +54,7 @@ class SitemapAuditExtension:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemap-audit")
         self._file: IO[str] | None = None
         self._last: Future[None] | None = None
-        crawler.signals.connect(self._headers, signal=signals.headers_received)
+        crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self._response, signal=signals.response_received)
         crawler.signals.connect(self._site_finished, signal=site_finished)
         crawler.signals.connect(self._close, signal=signals.spider_closed)
@@ -66,9 +67,18 @@ class SitemapAuditExtension:
             raise NotConfigured  # off (no message: Scrapy would log one WARNING line per crawl)
         return cls(crawler, str(path) if path else None, str(report_path) if report_path else None)
 
-    def _headers(self, headers: Any, request: Request, **_kwargs: Any) -> None:
-        if isinstance(request.meta.get(META_KEY), Visit):
-            request.meta[ENCODING_META] = (headers.get(b"Content-Encoding") or b"").decode("latin-1").lower()
+    def _downloaded(self, response: Response, request: Request, **_kwargs: Any) -> None:
+        """The response as the server sent it (before the downloader middlewares decode it)."""
+        visit = request.meta.get(META_KEY)
+        if not isinstance(visit, Visit):
+            return
+        encoding = (response.headers.get(b"Content-Encoding") or b"").decode("latin-1").strip().lower()
+        request.meta[ENCODING_META] = encoding
+        if encoding in ("gzip", "x-gzip") and response.body and not response.body.startswith(GZIP_MAGIC):
+            self._executor.submit(self._undecodable, visit.site, response.url, encoding)  # the download will fail
+
+    def _undecodable(self, site: str, url: str, encoding: str) -> None:
+        self._write(list(self._site_audit(site).audit_undecodable(url, encoding)))
 
     def _response(self, response: Response, request: Request, spider: Any) -> None:
         visit = request.meta.get(META_KEY)
@@ -96,9 +106,7 @@ class SitemapAuditExtension:
     # in the worker thread
     def _audit(self, facts: tuple[str, str, str, int, str, str, str], body: bytes) -> None:
         site, url, role, status, final_url, content_type, encoding = facts
-        audit = self._audits.get(site)
-        if audit is None:
-            audit = self._audits[site] = SiteAudit(site or None, declarations=self._declarations)
+        audit = self._site_audit(site)
         found: list[Finding] = []
         if status >= 400:
             found.append(audit.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}"))
@@ -122,6 +130,12 @@ class SitemapAuditExtension:
             found += audit.audit_sitemap(body, final_url)
         if found:
             self._write(found)
+
+    def _site_audit(self, site: str) -> SiteAudit:
+        audit = self._audits.get(site)
+        if audit is None:
+            audit = self._audits[site] = SiteAudit(site or None, declarations=self._declarations)
+        return audit
 
     def _write(self, found: list[Finding]) -> None:
         if self.report is not None:
