@@ -354,3 +354,8 @@ def test_every_rule_has_a_case() -> None:
 def test_docs_rules_table_is_the_rules() -> None:
     page = (Path(__file__).parent.parent / "docs" / "audit.md").read_text()
     assert rules.rules_table() in page
+
+
+def test_robots_without_a_disallow_line_skips_the_page_check() -> None:
+    assert not RobotsRules(b"User-agent: *\nDisallow:\nDisallow: # none\n", "bot").disallows_any
+    assert RobotsRules(b"user-agent: *\n  DISALLOW : /x\n", "bot").disallows_any

@@ -35,6 +35,16 @@ _FEEDS = ("rss", "feed")
 _XML_OR_TEXT = ("text/xml", "application/xml", "text/plain")
 
 
+def _zone(text: str) -> str:
+    return text[-1:] if text.endswith("Z") else text[-6:] if len(text) > 10 else ""
+
+
+def _not_after(text: str, newest: str) -> bool:
+    """True when ``text`` is surely not after ``newest`` without parsing either: the same
+    form (length and zone) compares as strings (most lastmods of a sitemap share a form)."""
+    return len(text) == len(newest) and text <= newest and _zone(text) == _zone(newest)
+
+
 class SiteAudit:
     """The audit of one website: feed it each sitemap body; it yields findings.
 
@@ -107,9 +117,10 @@ class SiteAudit:
                 news += bool(entry.news_dates)
                 if entry.lastmod and len(entry.lastmod) >= 7 and entry.lastmod[4] == "-":
                     self.months[entry.lastmod[:7]] += 1
-                    value = parse_w3c(entry.lastmod)
-                    if value is not None and (newest is None or value > newest[1]) and value <= self.now:
-                        newest = (entry.lastmod, value)
+                    if newest is None or not _not_after(entry.lastmod, newest[0]):
+                        value = parse_w3c(entry.lastmod)
+                        if value is not None and (newest is None or value > newest[1]) and value <= self.now:
+                            newest = (entry.lastmod, value)
                 if entry.hreflangs:
                     self._remember_alternates(sitemap_url, loc, entry.hreflangs)
                 if robots is not None and loc.startswith(robots[0]) and robots[1].disallows(loc):
@@ -210,7 +221,7 @@ class SiteAudit:
     def _page_robots(self, place: SitemapPlace) -> tuple[str, RobotsRules] | None:
         """The sitemap's origin and its host's robots.txt rules, if that robots.txt was read."""
         robots = self._robots.get(place.host)
-        if robots is None:
+        if robots is None or not robots.disallows_any:
             return None
         parts = urlsplit(place.url)
         return f"{parts.scheme}://{parts.netloc}/", robots

@@ -16,6 +16,7 @@ from sitemap_crawl.parsing.robots import decode_robots
 DECLARATION_LIMIT = 1_000_000
 """(host, sitemap) pairs, and hosts, remembered for cross-submission (8 to 16 bytes each)."""
 
+_DISALLOW_LINE = re.compile(r"^[\s\ufeff]*disallow\s*:[ \t]*[^\s#]", re.IGNORECASE | re.MULTILINE)
 _SITEMAP_LINE = re.compile(r"^[\s\ufeff]*site-?maps?\s*:[\s\xa0\u200b\ufeffÂ]*(\S*)", re.IGNORECASE)
 
 
@@ -46,8 +47,11 @@ class RobotsRules:
     """One host's robots.txt rules for the crawl's user agent (Protego)."""
 
     def __init__(self, body: bytes, user_agent: str) -> None:
-        self._parser = Protego.parse(decode_robots(body))
+        text = decode_robots(body)
+        self._parser = Protego.parse(text)
         self.user_agent = user_agent
+        self.disallows_any = _DISALLOW_LINE.search(text) is not None
+        """False when no Disallow: line has a value: nothing is disallowed (pages need no check)."""
 
     def disallows(self, url: str) -> bool:
         """Whether the crawl's user agent may not fetch ``url``."""
