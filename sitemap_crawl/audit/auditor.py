@@ -24,7 +24,7 @@ from sitemap_crawl.parsing.stream import GZIP_MAGIC
 SITE_PAGE_LIMIT = 5_000_000
 """Pages remembered per site for ``duplicate-across-sitemaps`` (8 to 16 bytes each)."""
 
-ALTERNATE_LIMIT = 100_000
+ALTERNATE_LIMIT = 50_000
 """hreflang alternates remembered per site for ``hreflang-not-reciprocal`` (past it, the
 rule is not checked for the site: a missing back-link could be one not remembered)."""
 LASTMOD_LIMIT = 100_000
