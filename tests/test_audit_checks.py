@@ -1,6 +1,6 @@
-"""The audit's pure checks: one broken and one sound minimal document per rule.
+"""The audit's pure checks: one broken and one sound minimal case per rule.
 
-These run the checks on bytes (no server): the crawl wiring is not built yet.
+These run the checks on bytes (no server); tests/test_crawl_audit.py runs them in crawls.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -335,6 +336,36 @@ def test_other_host_says_which_robots_txt_was_checked() -> None:
     assert other_host_details() == []  # cross-submission
 
 
+ROBOTS = b"User-agent: *\nDisallow: /dir/private/\nSitemap: https://example.com/dir/sitemap.xml\n"
+
+
+@pytest.mark.parametrize(
+    ("rule", "broken", "sound"),
+    [
+        ("http-error", {"status": 404}, {"status": 200}),
+        ("redirected", {"final_url": "https://example.com/dir/new.xml"}, {}),
+        ("served-as-html", {"content_type": "text/html; charset=utf-8"}, {"content_type": "application/xml"}),
+        ("sitemap-disallowed", {"url": "https://example.com/dir/private/s.xml", "known_path": False}, {}),
+        ("known-path-only", {"url": "https://example.com/sitemap.xml"}, {"url": SITEMAP}),
+    ],
+)
+def test_fetch_rules(rule: str, broken: dict[str, Any], sound: dict[str, Any]) -> None:
+    def fetch(
+        url: str = SITEMAP,
+        final_url: str | None = None,
+        status: int = 200,
+        content_type: str = "text/xml",
+        known_path: bool = True,
+    ) -> list[str]:
+        audit = SiteAudit(None, now=NOW)
+        list(audit.audit_robots(ROBOTS, "https://example.com/robots.txt", "mybot"))
+        found = audit.audit_fetch(url, final_url or url, status, content_type, known_path=known_path)
+        return [f.rule for f in found]
+
+    assert fetch(**broken) == [rule]
+    assert fetch(**sound) == []
+
+
 def test_every_rule_has_a_case() -> None:
     covered = set(CASES) | {
         "nested-index",
@@ -346,8 +377,8 @@ def test_every_rule_has_a_case() -> None:
         "page-disallowed",
         "gzip-mislabelled",
     }
-    # in a crawl: tests/test_crawl_audit.py
     covered |= {"sitemap-disallowed", "known-path-only", "http-error", "redirected", "served-as-html"}
+    # and all in one crawl: tests/test_crawl_audit.py::test_a_site_breaking_every_rule_once
     assert covered == {rule.id for rule in rules.RULES}
 
 

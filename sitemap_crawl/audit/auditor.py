@@ -159,6 +159,25 @@ class SiteAudit:
         if user_agent is not None:
             self._robots[(urlsplit(robots_url).hostname or "").lower()] = RobotsRules(body, user_agent)
 
+    def audit_fetch(
+        self, url: str, final_url: str, status: int, content_type: str = "", *, known_path: bool = False
+    ) -> Iterator[Finding]:
+        """What the fetch of a sitemap says: ``http-error``, ``redirected``, ``served-as-html``,
+        ``sitemap-disallowed`` (its host's robots.txt, when read with a user agent) and
+        ``known-path-only`` (``known_path``: found at a well-known path)."""
+        if status >= 400:
+            yield self.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}")
+            return
+        if final_url != url:
+            yield self.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}")
+        if content_type.startswith("text/html"):
+            yield self.finding(rules.SERVED_AS_HTML, final_url, None, f"Content-Type {content_type}")
+        robots = self._robots.get((urlsplit(url).hostname or "").lower())
+        if robots is not None and robots.disallows(url):
+            yield self.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
+        if known_path and url not in self.declared:
+            yield self.finding(rules.FOUND_AT_KNOWN_PATH, url, None, "not declared in robots.txt")
+
     def audit_served(self, body: bytes, url: str, content_type: str, content_encoding: str = "") -> Iterator[Finding]:
         """``gzip-mislabelled``: the body (as the HTTP client decoded it) against its name and headers.
 

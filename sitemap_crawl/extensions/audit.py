@@ -19,9 +19,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
-from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.auditor import SiteAudit
-from sitemap_crawl.audit.discovery import RobotsRules, SitemapDeclarations
+from sitemap_crawl.audit.discovery import SitemapDeclarations
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
@@ -48,8 +47,6 @@ class SitemapAuditExtension:
         self.user_agent = str(crawler.settings.get("USER_AGENT") or "*")
         self.counts: Counter[str] = Counter()
         self._audits: dict[str, SiteAudit] = {}
-        self._robots: dict[str, RobotsRules] = {}
-        self._declared: dict[str, set[str]] = {}
         self._declarations = SitemapDeclarations()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemap-audit")
         self._file: IO[str] | None = None
@@ -100,8 +97,6 @@ class SitemapAuditExtension:
                 self._write(found)
         if audit is not None and self.report is not None:
             self.report.add_site_facts(site, audit.sitemap_pages, audit.months)
-        self._robots.pop(site, None)
-        self._declared.pop(site, None)
 
     # in the worker thread
     def _audit(self, facts: tuple[str, str, str, int, str, str, str], body: bytes) -> None:
@@ -109,23 +104,11 @@ class SitemapAuditExtension:
         audit = self._site_audit(site)
         found: list[Finding] = []
         if status >= 400:
-            found.append(audit.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}"))
+            found += audit.audit_fetch(url, final_url, status)
         elif role == ROBOTS:
             found += audit.audit_robots(body, url, self.user_agent)
-            self._robots[site] = RobotsRules(body, self.user_agent)
-            self._declared[site] = set(audit.declared)
         else:
-            if final_url != url:
-                found.append(audit.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}"))
-            if content_type.startswith("text/html"):
-                found.append(audit.finding(rules.SERVED_AS_HTML, final_url, None, f"Content-Type {content_type}"))
-            robots = self._robots.get(site)
-            if robots is not None and robots.disallows(url):
-                found.append(
-                    audit.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
-                )
-            if role == KNOWN and url not in self._declared.get(site, ()):
-                found.append(audit.finding(rules.FOUND_AT_KNOWN_PATH, url, None, "not declared in robots.txt"))
+            found += audit.audit_fetch(url, final_url, status, content_type, known_path=role == KNOWN)
             found += audit.audit_served(body, final_url, content_type, encoding)
             found += audit.audit_sitemap(body, final_url)
         if found:
