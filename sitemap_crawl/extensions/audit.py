@@ -25,15 +25,11 @@ from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.discovery.site import Visit
-from sitemap_crawl.names import AUDIT_STAT, META_KEY
+from sitemap_crawl.names import AUDIT_ENCODING_META_KEY, AUDIT_STAT, META_KEY
 from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.signals import site_finished
 
 logger = logging.getLogger(__name__)
-
-ENCODING_META = "sitemap_crawl_audit_encoding"
-"""Request meta key: the Content-Encoding the server sent (Scrapy's HttpCompressionMiddleware
-removes the header once it has decoded the body; ``response_downloaded`` sees it before)."""
 
 
 class SitemapAuditExtension:
@@ -70,7 +66,7 @@ class SitemapAuditExtension:
         if not isinstance(visit, Visit):
             return
         encoding = (response.headers.get(b"Content-Encoding") or b"").decode("latin-1").strip().lower()
-        request.meta[ENCODING_META] = encoding
+        request.meta[AUDIT_ENCODING_META_KEY] = encoding
         if encoding in ("gzip", "x-gzip") and response.body and not response.body.startswith(GZIP_MAGIC):
             self._executor.submit(self._undecodable, visit.site, response.url, encoding)  # the download will fail
 
@@ -82,7 +78,7 @@ class SitemapAuditExtension:
         if not isinstance(visit, Visit):
             return
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
-        encoding = str(request.meta.get(ENCODING_META, ""))
+        encoding = str(request.meta.get(AUDIT_ENCODING_META_KEY, ""))
         facts = (visit.site, visit.url, visit.role, response.status, response.url, content_type, encoding)
         self._last = self._executor.submit(self._audit, facts, response.body)
 
