@@ -116,8 +116,10 @@ def test_html_report_structure(fixture_site: SiteFactory, crawl: CrawlRunner, tm
     assert [h.text_content() for h in doc.xpath("//section[@class='site']/h2")] == [site.base + "/"]
     rules = doc.xpath("//table[@id='all-rules']//tr[td]")
     assert [[td.text_content() for td in row.xpath("td")][:3] for row in rules] == [["url-fragment", "warning", "1"]]
-    sitemaps = doc.xpath("//table[@class='sitemaps']//tr[td]")
-    assert [[td.text_content() for td in row.xpath("td")] for row in sitemaps] == [[site.url("/sitemap.xml"), "3"]]
+    tree = [
+        (li.get("data-kind"), li.xpath("string(.//span[@class='pages'])")) for li in doc.xpath("//li[@class='node']")
+    ]
+    assert tree == [("website", "3 pages"), ("robots_txt", "3 pages"), ("xml_urlset", "3 pages")]
     months = doc.xpath("//table[@class='months']//tr")
     assert [[td.text_content() for td in row.xpath("td")][:2] for row in months] == [["2024-05", "2"], ["2024-07", "1"]]
     assert doc.xpath("//details[@class='examples']/summary")[0].text_content() == "url-fragment"

@@ -27,7 +27,8 @@ from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.discovery.site import Visit
 from sitemap_crawl.names import AUDIT_ENCODING_META_KEY, AUDIT_STAT, META_KEY
 from sitemap_crawl.parsing.stream import GZIP_MAGIC
-from sitemap_crawl.signals import site_finished
+from sitemap_crawl.signals import site_finished, site_tree
+from sitemap_crawl.tree import SitemapTree
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ class SitemapAuditExtension:
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self._response, signal=signals.response_received)
         crawler.signals.connect(self._site_finished, signal=site_finished)
+        if self.report is not None:
+            crawler.signals.connect(self._site_tree, signal=site_tree)
         crawler.signals.connect(self._close, signal=signals.spider_closed)
 
     @classmethod
@@ -84,6 +87,11 @@ class SitemapAuditExtension:
 
     def _site_finished(self, site: str, **_kwargs: Any) -> None:
         self._executor.submit(self._forget, site)
+
+    def _site_tree(self, site: str, tree: SitemapTree, **_kwargs: Any) -> None:
+        """A site's finished tree goes to the report (after the findings already queued)."""
+        if self.report is not None and tree.root is not None:
+            self._executor.submit(self.report.add_tree, site, tree.root)
 
     def _forget(self, site: str) -> None:
         audit = self._audits.pop(site, None)

@@ -46,6 +46,7 @@ from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage, SitemapRef
 from sitemap_crawl.kinds import ErrorReason, http_error
 from sitemap_crawl.memory import trim
 from sitemap_crawl.names import (
+    HELD_STAT,
     META_KEY,
     NOT_FOLLOWED_STAT,
     REQUESTS_STAT,
@@ -62,6 +63,7 @@ from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, page_batch
 from sitemap_crawl.signals import site_finished, sitemap_node
 from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
+from sitemap_crawl.sites.backlog import SendValve
 from sitemap_crawl.spiders.download_counts import DownloadCounts
 from sitemap_crawl.wiring import add_sitemap_crawl_components
 
@@ -70,6 +72,9 @@ logger = logging.getLogger(__name__)
 MANY_SITES_CONCURRENT_REQUESTS = 128
 """CONCURRENT_REQUESTS of a many-site run, in each crawl process (Scrapy's 16 would keep only a few hosts busy),
 unless the project set it."""
+BACKLOG_MIN = 32
+"""The least number of responses a crawl process may hold in processing before it holds
+new sitemap requests back (else twice CONCURRENT_REQUESTS)."""
 UNUSED_SPIDER_MIDDLEWARES = (
     "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware",
     "scrapy.spidermiddlewares.depth.DepthMiddleware",
@@ -274,7 +279,9 @@ class SitemapsSpider(Spider):
             if shard is not None:
                 self.homepages.shard = shard
         per_host = self.crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
-        self.gate: HostGate[Visit] = HostGate(per_host, self._send)
+        backlog_limit = max(BACKLOG_MIN, 2 * self.crawler.settings.getint("CONCURRENT_REQUESTS"))
+        self.valve: SendValve[Visit] = SendValve(backlog_limit, self._responses_in_process, self._send)
+        self.gate: HostGate[Visit] = HostGate(per_host, self.valve.submit)
         self.sites: dict[str, SiteDiscovery] = {}
         """The sites being mapped, by website URL."""
         self.sites_done = 0
@@ -410,6 +417,11 @@ class SitemapsSpider(Spider):
         progress = getattr(self, "_progress", None)
         if progress is not None:
             progress.cancel()
+        valve = getattr(self, "valve", None)
+        if valve is not None:
+            valve.close()
+            if valve.times_held:
+                self.crawler.stats.set_value(HELD_STAT, valve.times_held)
         readers = getattr(self, "_readers", None)
         if readers is not None:
             await readers.close()
@@ -428,6 +440,12 @@ class SitemapsSpider(Spider):
         """A sitemap to fetch: sent once its host has fewer than CONCURRENT_REQUESTS_PER_DOMAIN
         sitemap requests in flight."""
         self.gate.submit(host_of(visit.url), visit)
+
+    def _responses_in_process(self) -> int:
+        """Responses downloaded whose callback output is not yet through the item pipelines."""
+        engine = self.crawler.engine
+        slot = engine.scraper.slot if engine is not None else None
+        return len(slot.active) if slot is not None else 0
 
     def _send(self, visit: Visit) -> None:
         engine = self.crawler.engine
