@@ -232,6 +232,7 @@ def test_a_site_breaking_every_rule_once(fixture_site: SiteFactory, crawl: Crawl
         "TWISTED_DNS_RESOLVER": "tests.support.dns.LoopbackResolver",
         "SITEMAP_CRAWL_KNOWN_PATHS_MODE": "fallback",
         "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file),
+        "SITEMAP_CRAWL_REPORT_FILE": str(tmp_path / "report.html"),
     }
     result = crawl({"homepages_file": str(homepages), "deny": r"/c/\d+\.xml$"}, settings=settings).assert_ok()
     assert f"http://three.test:{site.port}/cross-page" in result.urls()  # read, and not other-host
@@ -244,6 +245,9 @@ def test_a_site_breaking_every_rule_once(fixture_site: SiteFactory, crawl: Crawl
     assert older["detail"] == "the index says 2024-01-01, a page in it 2024-06-01"  # the future one is left out
     other_host = next(f for f in found if f["rule"] == "other-host")
     assert "http://elsewhere.test/robots.txt was not read" in other_host["detail"]
+    report = lxml.html.fromstring((tmp_path / "report.html").read_bytes())
+    report_rules = [row.xpath("td")[0].text_content() for row in report.xpath("//table[@id='all-rules']//tr[td]")]
+    assert sorted(report_rules) == sorted(rule.id for rule in rules.RULES)
     assert [f["website"] for f in found if f["rule"] in ("known-path-only", "no-sitemap-in-robots")] == [
         f"http://two.test:{site.port}/"
     ] * 2
