@@ -235,7 +235,7 @@ class SiteAudit:
             return None
         if self.declarations.read(host):
             return f"{detail}; {robots_url} was read and does not declare this sitemap"
-        return f"{detail}; {robots_url} was not read by this crawl (cross-submission not checked)"
+        return f"{detail}; {robots_url} was not read before this sitemap (cross-submission not checked)"
 
     def _page_robots(self, place: SitemapPlace) -> tuple[str, RobotsRules] | None:
         """The sitemap's origin and its host's robots.txt rules, if that robots.txt was read."""
