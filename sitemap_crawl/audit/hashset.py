@@ -33,6 +33,18 @@ class HashSet:
         """Whether no more values are taken."""
         return self.count >= self.capacity
 
+    def has(self, value: int) -> bool:
+        """Whether ``value`` is held."""
+        slots, mask = self._slots, self._mask
+        index = value & mask
+        while True:
+            held = slots[index]
+            if held == value:
+                return True
+            if held == _EMPTY:
+                return False
+            index = (index + 1) & mask
+
     def add(self, value: int) -> bool:
         """Add ``value``; True when it was already there (False too when the set is full)."""
         slots, mask = self._slots, self._mask

@@ -19,14 +19,14 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
-from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.auditor import SiteAudit
-from sitemap_crawl.audit.discovery import RobotsRules
+from sitemap_crawl.audit.discovery import SitemapDeclarations
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.discovery.site import Visit
-from sitemap_crawl.names import AUDIT_STAT, META_KEY
+from sitemap_crawl.names import AUDIT_ENCODING_META_KEY, AUDIT_STAT, META_KEY
+from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.signals import site_finished, site_tree
 from sitemap_crawl.tree import SitemapTree
 
@@ -44,11 +44,11 @@ class SitemapAuditExtension:
         self.user_agent = str(crawler.settings.get("USER_AGENT") or "*")
         self.counts: Counter[str] = Counter()
         self._audits: dict[str, SiteAudit] = {}
-        self._robots: dict[str, RobotsRules] = {}
-        self._declared: dict[str, set[str]] = {}
+        self._declarations = SitemapDeclarations()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemap-audit")
         self._file: IO[str] | None = None
         self._last: Future[None] | None = None
+        crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self._response, signal=signals.response_received)
         crawler.signals.connect(self._site_finished, signal=site_finished)
         if self.report is not None:
@@ -63,12 +63,26 @@ class SitemapAuditExtension:
             raise NotConfigured  # off (no message: Scrapy would log one WARNING line per crawl)
         return cls(crawler, str(path) if path else None, str(report_path) if report_path else None)
 
+    def _downloaded(self, response: Response, request: Request, **_kwargs: Any) -> None:
+        """The response as the server sent it (before the downloader middlewares decode it)."""
+        visit = request.meta.get(META_KEY)
+        if not isinstance(visit, Visit):
+            return
+        encoding = (response.headers.get(b"Content-Encoding") or b"").decode("latin-1").strip().lower()
+        request.meta[AUDIT_ENCODING_META_KEY] = encoding
+        if encoding in ("gzip", "x-gzip") and response.body and not response.body.startswith(GZIP_MAGIC):
+            self._executor.submit(self._undecodable, visit.site, response.url, encoding)  # the download will fail
+
+    def _undecodable(self, site: str, url: str, encoding: str) -> None:
+        self._write(list(self._site_audit(site).audit_undecodable(url, encoding)))
+
     def _response(self, response: Response, request: Request, spider: Any) -> None:
         visit = request.meta.get(META_KEY)
         if not isinstance(visit, Visit):
             return
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
-        facts = (visit.site, visit.url, visit.role, response.status, response.url, content_type)
+        encoding = str(request.meta.get(AUDIT_ENCODING_META_KEY, ""))
+        facts = (visit.site, visit.url, visit.role, response.status, response.url, content_type, encoding)
         self._last = self._executor.submit(self._audit, facts, response.body)
 
     def _site_finished(self, site: str, **_kwargs: Any) -> None:
@@ -81,39 +95,34 @@ class SitemapAuditExtension:
 
     def _forget(self, site: str) -> None:
         audit = self._audits.pop(site, None)
+        if audit is not None:
+            found = list(audit.finish())
+            if found:
+                self._write(found)
         if audit is not None and self.report is not None:
             self.report.add_site_facts(site, audit.sitemap_pages, audit.months)
-        self._robots.pop(site, None)
-        self._declared.pop(site, None)
 
     # in the worker thread
-    def _audit(self, facts: tuple[str, str, str, int, str, str], body: bytes) -> None:
-        site, url, role, status, final_url, content_type = facts
-        audit = self._audits.get(site)
-        if audit is None:
-            audit = self._audits[site] = SiteAudit(site or None)
+    def _audit(self, facts: tuple[str, str, str, int, str, str, str], body: bytes) -> None:
+        site, url, role, status, final_url, content_type, encoding = facts
+        audit = self._site_audit(site)
         found: list[Finding] = []
         if status >= 400:
-            found.append(audit.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}"))
+            found += audit.audit_fetch(url, final_url, status)
         elif role == ROBOTS:
-            found += audit.audit_robots(body, url)
-            self._robots[site] = RobotsRules(body, self.user_agent)
-            self._declared[site] = set(audit.declared)
+            found += audit.audit_robots(body, url, self.user_agent)
         else:
-            if final_url != url:
-                found.append(audit.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}"))
-            if content_type.startswith("text/html"):
-                found.append(audit.finding(rules.SERVED_AS_HTML, final_url, None, f"Content-Type {content_type}"))
-            robots = self._robots.get(site)
-            if robots is not None and robots.disallows(url):
-                found.append(
-                    audit.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
-                )
-            if role == KNOWN and url not in self._declared.get(site, ()):
-                found.append(audit.finding(rules.FOUND_AT_KNOWN_PATH, url, None, "not declared in robots.txt"))
+            found += audit.audit_fetch(url, final_url, status, content_type, known_path=role == KNOWN)
+            found += audit.audit_served(body, final_url, content_type, encoding)
             found += audit.audit_sitemap(body, final_url)
         if found:
             self._write(found)
+
+    def _site_audit(self, site: str) -> SiteAudit:
+        audit = self._audits.get(site)
+        if audit is None:
+            audit = self._audits[site] = SiteAudit(site or None, declarations=self._declarations)
+        return audit
 
     def _write(self, found: list[Finding]) -> None:
         if self.report is not None:
@@ -136,13 +145,13 @@ class SitemapAuditExtension:
                 stats.inc_value(f"{AUDIT_STAT}/{rule}", count)
 
     def _finish(self) -> None:
+        for site in list(self._audits):
+            self._forget(site)  # the findings known at a site's end, before the file is closed
         if self._file is not None:
             self._file.close()
         elif self.path is not None:
             open(self.path, "w", encoding="utf-8").close()  # no finding: an empty file, not a stale one
         if self.report is not None and self.report_path is not None:
-            for site in list(self._audits):
-                self._forget(site)
             with open(self.report_path, "w", encoding="utf-8") as report_file:
                 report_file.write(self.report.render())
 
