@@ -342,7 +342,7 @@ ROBOTS = b"User-agent: *\nDisallow: /dir/private/\nSitemap: https://example.com/
 @pytest.mark.parametrize(
     ("rule", "broken", "sound"),
     [
-        ("http-error", {"status": 404}, {"status": 200}),
+        ("http-error", {"status": 404, "known_path": False}, {"status": 404}),  # a probe finding nothing is fine
         ("redirected", {"final_url": "https://example.com/dir/new.xml"}, {}),
         ("served-as-html", {"content_type": "text/html; charset=utf-8"}, {"content_type": "application/xml"}),
         ("sitemap-disallowed", {"url": "https://example.com/dir/private/s.xml", "known_path": False}, {}),

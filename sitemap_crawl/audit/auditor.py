@@ -164,9 +164,11 @@ class SiteAudit:
     ) -> Iterator[Finding]:
         """What the fetch of a sitemap says: ``http-error``, ``redirected``, ``served-as-html``,
         ``sitemap-disallowed`` (its host's robots.txt, when read with a user agent) and
-        ``known-path-only`` (``known_path``: found at a well-known path)."""
+        ``known-path-only`` (``known_path``: found at a well-known path; one that answers
+        an HTTP error is only a probe that found nothing, not a finding)."""
         if status >= 400:
-            yield self.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}")
+            if not known_path:  # a well-known path that is not there is no fault of the site
+                yield self.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}")
             return
         if final_url != url:
             yield self.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}")

@@ -108,7 +108,7 @@ class SitemapAuditExtension:
         audit = self._site_audit(site)
         found: list[Finding] = []
         if status >= 400:
-            found += audit.audit_fetch(url, final_url, status)
+            found += audit.audit_fetch(url, final_url, status, known_path=role == KNOWN)
         elif role == ROBOTS:
             found += audit.audit_robots(body, url, self.user_agent)
         else:
