@@ -57,7 +57,7 @@ class HashSet:
         index = value & mask
         while True:
             held = slots[index]
-            if held == value or held == _EMPTY:
+            if held in (value, _EMPTY):
                 return index
             index = (index + 1) & mask
 

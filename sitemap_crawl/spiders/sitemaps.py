@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from scrapy import Request, Spider, signals
@@ -58,7 +58,6 @@ from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
 from sitemap_crawl.queue.config import parse_queue_url
-from sitemap_crawl.queue.worker import QueueWorker
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, page_batch
 from sitemap_crawl.signals import site_finished, sitemap_node
@@ -66,6 +65,9 @@ from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 from sitemap_crawl.sites.backlog import SendValve
 from sitemap_crawl.spiders.download_counts import DownloadCounts
 from sitemap_crawl.wiring import add_sitemap_crawl_components
+
+if TYPE_CHECKING:
+    from sitemap_crawl.queue.worker import QueueWorker
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +228,11 @@ class SitemapsSpider(Spider):
                     "-a sitemap_urls=URL[,URL...] or -a queue=redis://host:6379/0"
                 )
             wait = parse_bool("queue_wait", queue_wait, False)
-            self.queue: QueueWorker | None = QueueWorker(parse_queue_url(queue), normalize, wait) if queue else None
+            self.queue: QueueWorker | None = None
+            if queue:
+                from sitemap_crawl.queue.worker import QueueWorker  # here: the Redis client only in queue runs
+
+                self.queue = QueueWorker(parse_queue_url(queue), normalize, wait)
             self.homepage = parse_homepage(homepage, normalize) if homepage else None
             self.homepages: HomepageList | QueueWorker | None = (
                 HomepageList.from_file(homepages_file, normalize) if homepages_file else self.queue
