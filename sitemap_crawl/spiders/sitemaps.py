@@ -263,7 +263,7 @@ class SitemapsSpider(Spider):
         self._readers = SitemapReaders(
             self.limits,
             chunk_size=self.batch_size or 1000,
-            workers=config.parse_workers,
+            workers=config.parse_workers_among(self._crawl_processes(config)),
             worker_min_size=config.parse_worker_min_size,
         )
         self.sitemap_download_maxsize = self.limits.max_size  # SITEMAP_CRAWL_MAX_SIZE or DOWNLOAD_MAXSIZE
@@ -298,6 +298,13 @@ class SitemapsSpider(Spider):
         self._progress: asyncio.TimerHandle | None = None
         self._progress_interval = self.crawler.settings.getfloat("LOGSTATS_INTERVAL")
         self._progress_last = (time.monotonic(), 0)
+
+    def _crawl_processes(self, config: SettingsReader) -> int:
+        """Crawl processes of this run: several only when a list of homepages is split."""
+        if self.homepages is None or self.queue is not None or type(self).__module__ == "__main__":
+            return 1  # (a spider defined in a script is not run in helper processes)
+        shard = config.shard  # a helper crawl process knows the count from its share
+        return shard.count if shard is not None else config.crawl_processes
 
     def _open_site(self, homepage: str | None, start_urls: list[str]) -> None:
         """Start mapping one site: from its homepage, or from sitemap URLs."""
