@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import csv
 from collections import Counter
+from itertools import chain
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -50,7 +51,7 @@ def main() -> None:
             findings = audit.audit_robots(body, f"https://example.com/{name}")
         else:
             findings = audit.audit_sitemap(body, f"{first_host(body)}/{name}")
-        for finding in findings:
+        for finding in chain(findings, audit.finish()):
             if finding.rule in args.show:
                 print(finding)
         totals.update(audit.counts)

@@ -18,7 +18,14 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def default_worker_count() -> int:
-    """One parsing worker per usable CPU but the crawl process's own (which exports every
-    page), at least 1 and at most MAX_AUTO_WORKERS."""
-    return max(1, min(MAX_AUTO_WORKERS, usable_cpus() - 1))
+def default_worker_count(crawl_processes: int = 1) -> int:
+    """Parsing workers of one crawl process by default: one per usable CPU but the crawl
+    process's own (which exports every page), at least 1 and at most MAX_AUTO_WORKERS.
+
+    A many-site run split across ``crawl_processes`` processes already keeps that many
+    CPUs busy: each gets a share of the CPUs left over, none when there are none (a
+    2-CPU machine with 2 crawl processes: as fast without workers, 35 MiB less).
+    """
+    if crawl_processes <= 1:
+        return max(1, min(MAX_AUTO_WORKERS, usable_cpus() - 1))
+    return min(MAX_AUTO_WORKERS, max(0, usable_cpus() - crawl_processes) // crawl_processes)

@@ -112,14 +112,19 @@ class SettingsReader:
     @property
     def parse_workers(self) -> int:
         """Parsing worker processes; None means one per usable CPU (1 to 4), 0 none."""
+        return self.parse_workers_among(1)
+
+    def parse_workers_among(self, crawl_processes: int) -> int:
+        """Parsing worker processes of one of ``crawl_processes`` crawl processes (a many-site
+        run): when left to the default, a share of the CPUs those processes do not use."""
         name = "SITEMAP_CRAWL_PARSE_WORKERS"
         value = self._get(name)
         if not isinstance(value, bool):
             with contextlib.suppress(TypeError, ValueError):
                 return max(0, int(value))  # a count: 2, "2"
         if str(value).strip().lower() == "auto":
-            return default_worker_count()
-        return default_worker_count() if parse_bool(name, value, True) else 0
+            return default_worker_count(crawl_processes)
+        return default_worker_count(crawl_processes) if parse_bool(name, value, True) else 0
 
     @property
     def parse_worker_min_size(self) -> int:

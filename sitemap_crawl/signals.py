@@ -11,7 +11,13 @@ kept the response alive).
 ``unreachable`` (why the site could not be reached, or None): its tree is complete.
 In a queue run it is sent once the site's pages are in the feed, with ``attempt``
 (the name of this attempt at the site, which its tree line records).
+
+``site_tree``: sent by the tree extension once a site's tree is complete (on
+``site_finished``, or at spider close for a site stopped early), with ``site`` and
+``tree`` (the closed :class:`~sitemap_crawl.tree.SitemapTree`, no longer changed):
+the audit's report draws it, so the tree is built in one place.
 """
 
 sitemap_node = object()
 site_finished = object()
+site_tree = object()

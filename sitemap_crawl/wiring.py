@@ -1,4 +1,4 @@
-"""Adding sitemap_crawl's tree extension and feed exporters to a crawler's settings."""
+"""Adding sitemap_crawl's extensions, downloader middleware and feed exporters to a crawler's settings."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ TREE_PIPELINE = "sitemap_crawl.pipelines.SitemapTreePipeline"
 
 
 def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "addon") -> None:
-    """Enable the tree extension and the page-aware feed exporters.
+    """Enable the tree and audit extensions, the unreachable-host middleware and the
+    page-aware feed exporters.
 
     Nothing the project already configured is replaced: an extension already
     listed keeps its order, a feed format the project mapped to its own
@@ -28,6 +29,12 @@ def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "
 
     settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapAuditExtension, TREE_EXTENSION_ORDER + 1)
     _raise_priority(settings, "EXTENSIONS", priority)
+    from sitemap_crawl.unreachable import UNREACHABLE_MIDDLEWARE_ORDER, UnreachableHostMiddleware
+
+    settings.setdefault_in_component_priority_dict(
+        "DOWNLOADER_MIDDLEWARES", UnreachableHostMiddleware, UNREACHABLE_MIDDLEWARE_ORDER
+    )
+    _raise_priority(settings, "DOWNLOADER_MIDDLEWARES", priority)
     exporters = settings.getdict("FEED_EXPORTERS")
     changed = False
     for feed_format, exporter in EXPORTERS.items():

@@ -1,6 +1,6 @@
-"""The audit's pure checks: one broken and one sound minimal document per rule.
+"""The audit's pure checks: one broken and one sound minimal case per rule.
 
-These run the checks on bytes (no server): the crawl wiring is not built yet.
+These run the checks on bytes (no server); tests/test_crawl_audit.py runs them in crawls.
 """
 
 from __future__ import annotations
@@ -8,12 +8,13 @@ from __future__ import annotations
 import gzip
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from sitemap_crawl.audit import rules
+from sitemap_crawl.audit import auditor, rules
 from sitemap_crawl.audit.auditor import SiteAudit
-from sitemap_crawl.audit.discovery import RobotsRules
+from sitemap_crawl.audit.discovery import RobotsRules, SitemapDeclarations
 from sitemap_crawl.audit.hashset import HashSet, url_hash
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
@@ -196,18 +197,196 @@ def test_hash_set_is_bounded() -> None:
     assert seen.add(url_hash("4")) is False  # values past the capacity are not kept
 
 
+CAFE_UTF8 = urlset(url("https://example.com/dir/caf%C3%A9", "<lastmod>2024-05-01</lastmod><!-- café -->"))
+
+
+@pytest.mark.parametrize(
+    ("sound", "sitemap_url"),
+    [
+        (CAFE_UTF8, SITEMAP),
+        (gzip.compress(CAFE_UTF8), SITEMAP),
+        ("https://example.com/dir/café\n".encode(), "https://example.com/dir/sitemap.txt"),
+    ],
+)
+def test_bytes_that_are_not_utf8(sound: bytes, sitemap_url: str) -> None:
+    def latin(body: bytes) -> bytes:
+        if body.startswith(b"\x1f\x8b"):
+            return gzip.compress(latin(gzip.decompress(body)))
+        return body.replace("é".encode(), b"\xe9")
+
+    found = [(f.rule, f.detail) for f in SiteAudit(None, now=NOW).audit_sitemap(latin(sound), sitemap_url)]
+    assert [(rule, "is not UTF-8" in detail) for rule, detail in found if rule != "unescaped-url"] == [
+        ("not-utf8", True)
+    ]
+    assert [f.rule for f in SiteAudit(None, now=NOW).audit_sitemap(sound, sitemap_url)] in ([], ["unescaped-url"])
+
+
+CHILD = "https://example.com/dir/pages.xml"
+
+
+@pytest.mark.parametrize("index_first", [True, False])
+@pytest.mark.parametrize(
+    ("said", "newest", "broken"),
+    [
+        ("2024-05-01", "2024-05-03", True),
+        ("2024-05-01T08:00:00Z", "2024-05-01T09:00:00Z", True),
+        ("2024-05-01", "2024-05-01T23:00:00Z", False),  # a date names the whole day
+        ("2024-05-03", "2024-05-03", False),
+    ],
+)
+def test_index_lastmod_older_than_a_page_inside(said: str, newest: str, broken: bool, index_first: bool) -> None:
+    audit = SiteAudit(None, now=NOW)
+    parent = index(CHILD, lastmod=f"<lastmod>{said}</lastmod>")
+    child = urlset(
+        url(extra="<lastmod>2020-01-01</lastmod>"), url("https://example.com/dir/b", f"<lastmod>{newest}</lastmod>")
+    )
+    reads = [(parent, SITEMAP), (child, CHILD)]
+    found = [f for body, where in (reads if index_first else reads[::-1]) for f in audit.audit_sitemap(body, where)]
+    expected = [("index-lastmod-older", SITEMAP, CHILD)] if broken else []
+    assert [(f.rule, f.sitemap_url, f.url) for f in found] == expected
+
+
+def _alternates(*hrefs: str) -> str:
+    return "".join(f'<xhtml:link rel="alternate" hreflang="fr" href="{href}"/>' for href in hrefs)
+
+
+@pytest.mark.parametrize(
+    ("b_entry", "expected"),
+    [
+        (url("https://example.com/dir/b"), [("hreflang-not-reciprocal", "https://example.com/dir/a")]),
+        (url("https://example.com/dir/b", _alternates("https://example.com/dir/a")), []),
+        ("", []),  # b is not listed: its alternates are not known
+    ],
+)
+def test_hreflang_not_reciprocal(b_entry: str, expected: list[tuple[str, str]]) -> None:
+    audit = SiteAudit(None, now=NOW)
+    a = url(extra=_alternates("https://example.com/dir/a", "https://example.com/dir/b"))  # self-reference is fine
+    assert list(audit.audit_sitemap(urlset(a), SITEMAP)) == []
+    assert (
+        list(audit.audit_sitemap(urlset(b_entry) if b_entry else urlset(url("https://example.com/dir/c")), CHILD)) == []
+    )
+    assert [(f.rule, f.url) for f in audit.finish()] == expected
+    assert list(audit.finish()) == []  # reported once
+
+
+def test_hreflang_past_the_limit_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(auditor, "ALTERNATE_LIMIT", 1)
+    audit = SiteAudit(None, now=NOW)
+    body = urlset(
+        url(extra=_alternates("https://example.com/dir/b", "https://example.com/dir/c")),
+        url("https://example.com/dir/b"),
+    )
+    list(audit.audit_sitemap(body, SITEMAP))
+    assert list(audit.finish()) == []
+
+
+def test_page_disallowed_by_robots() -> None:
+    audit = SiteAudit(None, now=NOW)
+    robots = b"User-agent: mybot\nDisallow: /dir/private/\nSitemap: https://example.com/dir/sitemap.xml\n"
+    assert list(audit.audit_robots(robots, "https://example.com/robots.txt", "mybot")) == []
+    body = urlset(url("https://example.com/dir/private/a"), url("https://example.com/dir/public"))
+    found = [(f.rule, f.url) for f in audit.audit_sitemap(body, SITEMAP)]
+    assert found == [("page-disallowed", "https://example.com/dir/private/a")]
+    text = b"https://example.com/dir/private/t\nhttps://example.com/dir/t\n"
+    assert [f.rule for f in audit.audit_sitemap(text, "https://example.com/dir/s.txt")] == ["page-disallowed"]
+    other = SiteAudit(None, now=NOW)  # robots.txt read without a user agent: pages not checked
+    list(other.audit_robots(robots, "https://example.com/robots.txt"))
+    assert list(other.audit_sitemap(body, SITEMAP)) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "where", "content_type", "encoding", "why"),
+    [
+        (urlset(url()), "https://example.com/s.xml.gz", "application/xml", "", "a .gz URL whose body is not gzip"),
+        (urlset(url()), "https://example.com/s.xml.gz", "application/xml", "gzip", "Content-Encoding: gzip"),
+        (gzip.compress(urlset(url())), "https://example.com/s.xml", "application/xml", "gzip", "gzip twice"),
+        (gzip.compress(urlset(url())), "https://example.com/s.xml", "text/xml; charset=utf-8", "", "served as"),
+        (gzip.compress(urlset(url())), "https://example.com/s.xml.gz", "application/x-gzip", "", None),
+        (gzip.compress(urlset(url())), "https://example.com/s", "application/octet-stream", "", None),
+        (urlset(url()), "https://example.com/s.xml", "text/xml", "gzip", None),  # transport gzip: fine
+    ],
+)
+def test_gzip_mislabelled(body: bytes, where: str, content_type: str, encoding: str, why: str | None) -> None:
+    found = list(SiteAudit(None, now=NOW).audit_served(body, where, content_type, encoding))
+    if why is None:
+        assert found == []
+    else:
+        assert [f.rule for f in found] == ["gzip-mislabelled"] and why in found[0].detail
+
+
+def test_gzip_encoding_on_a_body_that_is_not_gzip() -> None:
+    found = list(SiteAudit(None, now=NOW).audit_undecodable("https://example.com/s.xml", "gzip"))
+    assert [(f.rule, f.detail) for f in found] == [
+        ("gzip-mislabelled", "Content-Encoding: gzip on a body that is not gzip")
+    ]
+
+
+def test_other_host_says_which_robots_txt_was_checked() -> None:
+    declarations = SitemapDeclarations()  # shared by the sites of a run
+
+    def other_host_details() -> list[str]:
+        audit = SiteAudit(None, now=NOW, declarations=declarations)
+        return [f.detail for f in audit.audit_sitemap(urlset(url("https://other.example/dir/a")), SITEMAP)]
+
+    assert [("https://other.example/robots.txt was not read" in d) for d in other_host_details()] == [True]
+    other = SiteAudit("https://other.example/", now=NOW, declarations=declarations)
+    list(other.audit_robots(b"Sitemap: https://other.example/sitemap.xml\n", "https://other.example/robots.txt"))
+    assert [("https://other.example/robots.txt was read and does not" in d) for d in other_host_details()] == [True]
+    list(other.audit_robots(f"Sitemap: {SITEMAP}\n".encode(), "https://other.example/robots.txt"))
+    assert other_host_details() == []  # cross-submission
+
+
+ROBOTS = b"User-agent: *\nDisallow: /dir/private/\nSitemap: https://example.com/dir/sitemap.xml\n"
+
+
+@pytest.mark.parametrize(
+    ("rule", "broken", "sound"),
+    [
+        ("http-error", {"status": 404, "known_path": False}, {"status": 404}),  # a probe finding nothing is fine
+        ("redirected", {"final_url": "https://example.com/dir/new.xml"}, {}),
+        ("served-as-html", {"content_type": "text/html; charset=utf-8"}, {"content_type": "application/xml"}),
+        ("sitemap-disallowed", {"url": "https://example.com/dir/private/s.xml", "known_path": False}, {}),
+        ("known-path-only", {"url": "https://example.com/sitemap.xml"}, {"url": SITEMAP}),
+    ],
+)
+def test_fetch_rules(rule: str, broken: dict[str, Any], sound: dict[str, Any]) -> None:
+    def fetch(
+        url: str = SITEMAP,
+        final_url: str | None = None,
+        status: int = 200,
+        content_type: str = "text/xml",
+        known_path: bool = True,
+    ) -> list[str]:
+        audit = SiteAudit(None, now=NOW)
+        list(audit.audit_robots(ROBOTS, "https://example.com/robots.txt", "mybot"))
+        found = audit.audit_fetch(url, final_url or url, status, content_type, known_path=known_path)
+        return [f.rule for f in found]
+
+    assert fetch(**broken) == [rule]
+    assert fetch(**sound) == []
+
+
 def test_every_rule_has_a_case() -> None:
     covered = set(CASES) | {
         "nested-index",
         "duplicate-across-sitemaps",
         "no-sitemap-in-robots",
         "relative-sitemap-line",
+        "index-lastmod-older",
+        "hreflang-not-reciprocal",
+        "page-disallowed",
+        "gzip-mislabelled",
     }
-    # in a crawl: tests/test_crawl_audit.py
     covered |= {"sitemap-disallowed", "known-path-only", "http-error", "redirected", "served-as-html"}
+    # and all in one crawl: tests/test_crawl_audit.py::test_a_site_breaking_every_rule_once
     assert covered == {rule.id for rule in rules.RULES}
 
 
 def test_docs_rules_table_is_the_rules() -> None:
     page = (Path(__file__).parent.parent / "docs" / "audit.md").read_text()
     assert rules.rules_table() in page
+
+
+def test_robots_without_a_disallow_line_skips_the_page_check() -> None:
+    assert not RobotsRules(b"User-agent: *\nDisallow:\nDisallow: # none\n", "bot").disallows_any
+    assert RobotsRules(b"user-agent: *\n  DISALLOW : /x\n", "bot").disallows_any

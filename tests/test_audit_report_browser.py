@@ -12,6 +12,7 @@ import pytest
 
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
+from sitemap_crawl.tree import TreeNode
 
 BROWSER = next(
     (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None
@@ -24,6 +25,9 @@ def sample_report() -> Report:
     site = "https://example.com/"
     report.add_finding(Finding(site, f"{site}sitemap.xml", f"{site}a#x", "url-fragment", "warning", "fragment #x"))
     report.add_site_facts(site, {f"{site}sitemap.xml": 3}, Counter({"2024-05": 2, "2024-07": 1}))
+    urlset = TreeNode(f"{site}sitemap.xml", "xml_urlset", None, 3)
+    robots = TreeNode(f"{site}robots.txt", "robots_txt", None, 0, children={0: urlset})
+    report.add_tree(site, TreeNode(site, "website", None, 0, children={0: robots}))
     return report
 
 
@@ -38,6 +42,7 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     doc = lxml.html.fromstring(dom)
     assert doc.xpath("string(//h1)") == "Sitemap audit"
     assert doc.xpath("string(//section[@class='site']/h2)") == "https://example.com/"
+    assert [li.get("data-kind") for li in doc.xpath("//li[@class='node']")] == ["website", "robots_txt", "xml_urlset"]
     shot = tmp_path / "shot.png"
     subprocess.run(
         [BROWSER, *FLAGS, f"--screenshot={shot}", "--window-size=1000,700", page.as_uri()],

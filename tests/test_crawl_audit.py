@@ -4,12 +4,15 @@ HTTP facts, counted in the stats and the log; in many-site runs each carries its
 from __future__ import annotations
 
 import json
+from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import lxml.html
 
-from tests.support import robots, sitemapindex, urlset
+from sitemap_crawl.audit import rules
+from tests.support import gzip_bytes, robots, sitemapindex, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import Route, SiteFactory
 
@@ -113,8 +116,174 @@ def test_html_report_structure(fixture_site: SiteFactory, crawl: CrawlRunner, tm
     assert [h.text_content() for h in doc.xpath("//section[@class='site']/h2")] == [site.base + "/"]
     rules = doc.xpath("//table[@id='all-rules']//tr[td]")
     assert [[td.text_content() for td in row.xpath("td")][:3] for row in rules] == [["url-fragment", "warning", "1"]]
-    sitemaps = doc.xpath("//table[@class='sitemaps']//tr[td]")
-    assert [[td.text_content() for td in row.xpath("td")] for row in sitemaps] == [[site.url("/sitemap.xml"), "3"]]
+    tree = [
+        (li.get("data-kind"), li.xpath("string(.//span[@class='pages'])")) for li in doc.xpath("//li[@class='node']")
+    ]
+    assert tree == [("website", "3 pages"), ("robots_txt", "3 pages"), ("xml_urlset", "3 pages")]
     months = doc.xpath("//table[@class='months']//tr")
     assert [[td.text_content() for td in row.xpath("td")][:2] for row in months] == [["2024-05", "2"], ["2024-07", "1"]]
     assert doc.xpath("//details[@class='examples']/summary")[0].text_content() == "url-fragment"
+
+
+def every_rule_site(now: datetime) -> dict[str, Any]:
+    """Three sites on one fixture server; together they break every audit rule exactly once.
+
+    one.test breaks nearly all; two.test's robots.txt has no Sitemap: line and its sitemap is
+    at a well-known path; three.test's robots.txt cross-submits a sitemap on one.test that
+    lists its pages (no finding: the protocol allows it).
+    """
+    one, two, three = (f"http://{name}.test:{{port}}" for name in ("one", "two", "three"))
+    today = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    news = "<news:news><news:publication_date>{}</news:publication_date></news:news>"
+    image = f"<image:image><image:loc>{one}/i.png</image:loc></image:image>"
+
+    def alternate(lang: str, href: str) -> str:
+        return f'<xhtml:link rel="alternate" hreflang="{lang}" href="{href}"/>'
+
+    pages = urlset(
+        {"loc": f"{one}/p1", "lastmod": "2024-06-01"},  # newer than the index says: index-lastmod-older
+        "http://elsewhere.test/a",  # other-host (elsewhere.test's robots.txt not read)
+        "/rel",  # relative-url
+        f"{one}/frag#x",  # url-fragment
+        f"{one}/a b",  # unescaped-url
+        "https://one.test:{port}/secure",  # mixed-scheme
+        f"{one}/{'l' * 2100}",  # url-too-long
+        f"{one}/dup",
+        f"{one}/dup",  # duplicate-in-sitemap
+        f"{one}/shared",  # also in deep.xml: duplicate-across-sitemaps
+        {"loc": f"{one}/lf", "lastmod": "yesterday"},  # lastmod-format
+        {"loc": f"{one}/lfut", "lastmod": "2100-01-01"},  # lastmod-future
+        {"loc": f"{one}/prio", "priority": "1.5"},  # priority-range
+        {"loc": f"{one}/freq", "changefreq": "Daily!"},  # changefreq-value
+        {"loc": f"{one}/old-news", "extra": news.format("2020-01-01")},  # news-too-old
+        {"loc": f"{one}/gallery", "extra": image * 1001},  # too-many-images
+        {"loc": f"{one}/hv", "extra": alternate("english", f"{one}/hv")},  # hreflang-value
+        {"loc": f"{one}/en", "extra": alternate("fr", f"{one}/fr")},  # hreflang-not-reciprocal
+        f"{one}/fr",
+        f"{one}/blocked/page",  # page-disallowed
+    )
+    return {
+        "//one.test/robots.txt": robots(
+            f"{one}/index.xml",
+            f"{one}/hidden.xml",  # sitemap-disallowed
+            f"{one}/many-children.xml.gz",  # too-many-children (its children are denied)
+            "relative.xml",  # relative-sitemap-line (followed, resolved against robots.txt)
+            extra="Disallow: /blocked/\nDisallow: /hidden.xml\n",
+        ),
+        "//one.test/index.xml": sitemapindex(
+            {"loc": f"{one}/pages.xml", "lastmod": "2024-01-01"},
+            f"{one}/inner-index.xml",  # nested-index
+            f"{one}/missing.xml",  # http-error
+            f"{one}/html.xml",  # served-as-html
+            f"{one}/old.xml",  # redirected
+            f"{one}/gz.xml.gz",  # gzip-mislabelled: served with Content-Encoding: gzip
+            f"{one}/many-urls.xml.gz",  # too-many-urls
+            f"{one}/large.xml.gz",  # too-large
+            f"{one}/news.xml",  # too-many-news
+            f"{one}/empty.xml",  # empty-sitemap
+            f"{one}/ns.xml",  # bad-namespace
+            f"{one}/latin.xml",  # not-utf8
+            f"{one}/entity.xml",  # unescaped-entity
+            f"{one}/broken.xml",  # invalid-document
+            f"{one}/sub/dir.xml",  # outside-directory
+        ),
+        "//one.test/pages.xml": pages,
+        "//one.test/inner-index.xml": sitemapindex(f"{one}/deep.xml"),
+        "//one.test/deep.xml": urlset(f"{one}/shared"),
+        "//one.test/html.xml": Route(urlset(f"{one}/h"), content_type="text/html"),
+        "//one.test/old.xml": Route(redirect_to=f"{one}/new.xml"),
+        "//one.test/new.xml": urlset(f"{one}/n"),
+        "//one.test/gz.xml.gz": Route(urlset(f"{one}/g"), gzip_encoding=True),
+        "//one.test/many-urls.xml.gz": Route(
+            urlset(*(f"{one}/u/{i}" for i in range(rules.MAX_URLS + 1))), gzip_file=True
+        ),
+        "//one.test/many-children.xml.gz": Route(
+            sitemapindex(*(f"{one}/c/{i}.xml" for i in range(rules.MAX_URLS + 1))), gzip_file=True
+        ),
+        "//one.test/large.xml.gz": Route(urlset(f"{one}/big") + " " * rules.MAX_BYTES, gzip_file=True),
+        "//one.test/news.xml": urlset(*({"loc": f"{one}/n/{i}", "extra": news.format(today)} for i in range(1001))),
+        "//one.test/empty.xml": urlset(),
+        "//one.test/ns.xml": urlset(f"{one}/ns", ns=False),
+        "//one.test/latin.xml": Route(
+            urlset(f"{one}/latin").replace("</urlset>", "<!-- caf\xe9 --></urlset>").encode("latin-1"),
+            format_bytes=True,
+            content_type="application/xml",
+        ),
+        "//one.test/entity.xml": urlset(f"{one}/e").replace("/e<", "/e?a=1&b=2<"),
+        "//one.test/broken.xml": urlset(f"{one}/b")[:-20],
+        "//one.test/sub/dir.xml": urlset(f"{one}/sub/in", f"{one}/outside"),
+        "//one.test/hidden.xml": urlset(f"{one}/hidden-page"),
+        "//one.test/relative.xml": urlset(f"{one}/r"),
+        "//one.test/cross.xml": urlset(f"{three}/cross-page"),
+        "//two.test/robots.txt": "User-agent: *\nDisallow:\n",  # no-sitemap-in-robots
+        "//two.test/sitemap.xml": urlset(f"{two}/x"),  # known-path-only
+        "//three.test/robots.txt": robots(f"{one}/cross.xml"),
+    }
+
+
+def test_a_site_breaking_every_rule_once(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    site = fixture_site(every_rule_site(datetime.now(UTC)))
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text("".join(f"http://{name}.test:{site.port}/\n" for name in ("one", "two", "three")))
+    audit_file = tmp_path / "findings.jsonl"
+    settings = {
+        **FAST,
+        "LOG_LEVEL": "INFO",  # 50,001 denied children: one DEBUG line each
+        "TWISTED_DNS_RESOLVER": "tests.support.dns.LoopbackResolver",
+        "SITEMAP_CRAWL_KNOWN_PATHS_MODE": "fallback",
+        "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file),
+        "SITEMAP_CRAWL_REPORT_FILE": str(tmp_path / "report.html"),
+    }
+    result = crawl({"homepages_file": str(homepages), "deny": r"/c/\d+\.xml$"}, settings=settings).assert_ok()
+    assert f"http://three.test:{site.port}/cross-page" in result.urls()  # read, and not other-host
+
+    found = read_findings(audit_file)
+    by_rule = Counter(f["rule"] for f in found)
+    assert set(by_rule) == {rule.id for rule in rules.RULES}, found
+    assert {rule: count for rule, count in by_rule.items() if count != 1} == {}, found
+    older = next(f for f in found if f["rule"] == "index-lastmod-older")
+    assert older["detail"] == "the index says 2024-01-01, a page in it 2024-06-01"  # the future one is left out
+    other_host = next(f for f in found if f["rule"] == "other-host")
+    assert "http://elsewhere.test/robots.txt was not read" in other_host["detail"]
+    report = lxml.html.fromstring((tmp_path / "report.html").read_bytes())
+    report_rules = [row.xpath("td")[0].text_content() for row in report.xpath("//table[@id='all-rules']//tr[td]")]
+    assert sorted(report_rules) == sorted(rule.id for rule in rules.RULES)
+    assert [f["website"] for f in found if f["rule"] in ("known-path-only", "no-sitemap-in-robots")] == [
+        f"http://two.test:{site.port}/"
+    ] * 2
+
+
+def test_gzip_mislabelled_as_the_crawl_sees_it(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    # Scrapy decodes Content-Encoding: gzip and drops the header; the audit notes it at headers_received
+    children = (
+        "plain.xml.gz",
+        "as-xml.xml",
+        "twice.xml",
+        "lying.xml",
+        "fine.xml.gz",
+        "transport.xml",
+        "identity.xml.gz",
+    )
+    site = fixture_site(
+        {
+            "/robots.txt": robots(*(f"{{base}}/{name}" for name in children)),
+            "/plain.xml.gz": Route(urlset("{base}/a")),  # broken: a .gz URL, not gzip
+            "/as-xml.xml": Route(urlset("{base}/b"), gzip_file=True, content_type="text/xml"),  # broken
+            "/twice.xml": Route(gzip_bytes(urlset("{base}/c").replace("{base}", "")), gzip_encoding=True),  # broken
+            "/fine.xml.gz": Route(urlset("{base}/d"), gzip_file=True),  # sound: application/x-gzip
+            "/transport.xml": Route(urlset("{base}/e"), gzip_encoding=True),  # sound: HTTP compression
+            "/identity.xml.gz": Route(urlset("{base}/f"), gzip_file=True, headers={"Content-Encoding": "identity"}),
+            "/lying.xml": Route(urlset("{base}/g"), headers={"Content-Encoding": "gzip"}),  # broken: download fails
+        }
+    )
+    audit_file = tmp_path / "findings.jsonl"
+    settings = {**FAST, "SITEMAP_CRAWL_KNOWN_PATHS_MODE": "fallback", "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file)}
+    result = crawl({"homepage": site.base}, settings=settings).assert_ok()
+    assert len(result.pages) == len(children) - 1  # each read but lying.xml, double gzip too
+    found = [f for f in read_findings(audit_file) if f["rule"] == "gzip-mislabelled"]
+    assert sorted((f["sitemap_url"].rsplit("/", 1)[1], f["detail"]) for f in found) == [
+        ("as-xml.xml", "a gzip file served as Content-Type text/xml"),
+        ("lying.xml", "Content-Encoding: gzip on a body that is not gzip"),
+        ("plain.xml.gz", "a .gz URL whose body is not gzip"),
+        ("twice.xml", "gzip twice: Content-Encoding: gzip over a gzip file"),
+    ]

@@ -212,3 +212,19 @@ def test_an_unreachable_site_still_ends_cleanly(crawl: CrawlRunner, fixture_site
     # nothing else is probed there: the website node says why (docs/tree.md)
     assert result.tree == node(f"http://127.0.0.1:{port}/", "website", error="unreachable: connection refused")
     assert result.pages == []
+
+
+def test_a_host_that_cannot_be_reached_is_asked_once_and_named_once(
+    crawl: CrawlRunner, fixture_site: SiteFactory
+) -> None:
+    site = fixture_site({})
+    port = site.port
+    site.stop()
+
+    result = crawl({"homepage": f"http://127.0.0.1:{port}/"}, settings={"RETRY_TIMES": 2}).assert_ok()
+
+    # Scrapy would retry the refused robots.txt twice and log "Gave up retrying" as an ERROR
+    assert result.stats["downloader/request_count"] == 1
+    assert "retry/count" not in result.stats
+    assert "Gave up retrying" not in result.log and "ERROR" not in result.log
+    assert result.log.count(f"http://127.0.0.1:{port}/") >= 1

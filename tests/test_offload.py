@@ -255,6 +255,20 @@ def test_default_worker_count_leaves_a_core_to_the_crawl_process() -> None:
     assert default_worker_count() == max(1, min(4, usable_cpus() - 1))
 
 
+@pytest.mark.parametrize(
+    ("cpus", "processes", "workers"),
+    [(2, 1, 1), (1, 1, 1), (2, 2, 0), (4, 2, 1), (8, 2, 3), (16, 4, 3), (64, 4, 4)],
+)
+def test_crawl_processes_of_a_many_site_run_share_the_cpus_they_leave(
+    monkeypatch: pytest.MonkeyPatch, cpus: int, processes: int, workers: int
+) -> None:
+    monkeypatch.setattr("sitemap_crawl.cpus.usable_cpus", lambda: cpus)
+    config = SettingsReader(Settings({}))
+    assert config.parse_workers_among(processes) == workers
+    # a count the project set is kept, whatever the processes
+    assert SettingsReader(Settings({"SITEMAP_CRAWL_PARSE_WORKERS": 2})).parse_workers_among(processes) == 2
+
+
 def test_pages_finished_in_the_crawl_process_match_inline_parsing() -> None:
     # the worker sends urlset pages with their fields as written; every field must come out
     # as inline parsing gives it: news, video, image and hreflang edge cases included

@@ -281,3 +281,15 @@ def test_changelog_has_an_unreleased_section() -> None:
     assert headings and headings[0].strip("[] ").lower().startswith("unreleased"), headings
     unreleased = changelog.split("\n## ", 2)[1]
     assert "Addon" in unreleased and "parse_sitemap" in unreleased
+
+
+def test_the_redis_client_is_loaded_only_by_queue_runs() -> None:
+    # Scrapy loads every scrapy.commands entry point on every `scrapy` command, and every
+    # crawl process loads the spider: the Redis client (~6 MiB a process) waits for a queue
+    project = pyproject()["project"]
+    assert isinstance(project, dict)
+    commands = project["entry-points"]["scrapy.commands"]
+    modules = sorted({target.split(":")[0] for target in commands.values()} | {"sitemap_crawl.spiders.sitemaps"})
+    code = f"import sys\nfor m in {modules!r}: __import__(m)\nprint('redis' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False", modules

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from sitemap_crawl.arguments import SpiderArgumentError
 from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
+from sitemap_crawl.sites.backlog import RETRY_AFTER, SendValve
 
 
 def test_homepages_are_normalised_deduplicated_and_bad_lines_reported(caplog: pytest.LogCaptureFixture) -> None:
@@ -91,3 +93,31 @@ def test_only_the_first_share_reports_bad_lines(caplog: pytest.LogCaptureFixture
 def test_a_bad_share_is_refused(text: str) -> None:
     with pytest.raises(ValueError):
         Shard.parse(text)
+
+
+def test_send_valve_holds_items_while_the_backlog_is_full_and_keeps_their_order() -> None:
+    backlog = [0]  # responses in process; each item sent adds one
+    sent: list[int] = []
+
+    def send(item: int) -> None:
+        sent.append(item)
+        backlog[0] += 1
+
+    async def scenario() -> None:
+        valve = SendValve(3, lambda: backlog[0], send)
+        for item in (1, 2, 3, 4, 5):
+            valve.submit(item)
+        assert sent == [1, 2, 3] and valve.held == 2
+        await asyncio.sleep(RETRY_AFTER * 3)
+        assert sent == [1, 2, 3]  # still full
+        backlog[0] -= 1  # one response passed on: room for exactly one
+        await asyncio.sleep(RETRY_AFTER * 3)
+        assert sent == [1, 2, 3, 4] and valve.held == 1
+        backlog[0] = 0
+        valve.submit(6)  # behind the held one, never ahead of it
+        await asyncio.sleep(RETRY_AFTER * 3)
+        assert sent == [1, 2, 3, 4, 5, 6] and valve.held == 0
+        assert valve.times_held == 3
+        valve.close()
+
+    asyncio.run(scenario())

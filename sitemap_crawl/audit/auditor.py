@@ -9,22 +9,40 @@ import gzip
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from sitemap_crawl.audit import rules
-from sitemap_crawl.audit.discovery import check_robots
+from sitemap_crawl.audit.discovery import RobotsRules, SitemapDeclarations, check_robots
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.hashset import HashSet, url_hash
 from sitemap_crawl.audit.location import SitemapPlace, check_url
 from sitemap_crawl.audit.rules import Rule
-from sitemap_crawl.audit.scan import INDEX, SITEMAP_NAMESPACE, URLSET, SitemapFacts, body_bytes, scan
-from sitemap_crawl.audit.values import check_entry, check_lastmod
+from sitemap_crawl.audit.scan import INDEX, SITEMAP_NAMESPACE, URLSET, SitemapFacts, body_bytes, is_utf8, scan
+from sitemap_crawl.audit.values import check_entry, check_lastmod, lastmod_period_end, parse_w3c
 from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body
 
 SITE_PAGE_LIMIT = 5_000_000
 """Pages remembered per site for ``duplicate-across-sitemaps`` (8 to 16 bytes each)."""
 
+ALTERNATE_LIMIT = 50_000
+"""hreflang alternates remembered per site for ``hreflang-not-reciprocal`` (past it, the
+rule is not checked for the site: a missing back-link could be one not remembered)."""
+LASTMOD_LIMIT = 100_000
+"""Child sitemaps remembered per site for ``index-lastmod-older`` (index lastmods and
+newest page lastmods waiting for their other half)."""
+
 _FEEDS = ("rss", "feed")
+_XML_OR_TEXT = ("text/xml", "application/xml", "text/plain")
+
+
+def _zone(text: str) -> str:
+    return text[-1:] if text.endswith("Z") else text[-6:] if len(text) > 10 else ""
+
+
+def _not_after(text: str, newest: str) -> bool:
+    """True when ``text`` is surely not after ``newest`` without parsing either: the same
+    form (length and zone) compares as strings (most lastmods of a sitemap share a form)."""
+    return len(text) == len(newest) and text <= newest and _zone(text) == _zone(newest)
 
 
 class SiteAudit:
@@ -33,7 +51,14 @@ class SiteAudit:
     ``counts`` holds the findings by rule id.
     """
 
-    def __init__(self, website: str | None, now: datetime | None = None, page_limit: int = SITE_PAGE_LIMIT) -> None:
+    def __init__(
+        self,
+        website: str | None,
+        now: datetime | None = None,
+        page_limit: int = SITE_PAGE_LIMIT,
+        *,
+        declarations: SitemapDeclarations | None = None,
+    ) -> None:
         self.website = website
         self.now = now or datetime.now(UTC)
         self.counts: Counter[str] = Counter()
@@ -48,6 +73,14 @@ class SiteAudit:
         """The index that listed each child sitemap (for ``nested-index``)."""
         self.kinds: dict[str, str] = {}
         """The root element of each sitemap read (``urlset``, ``sitemapindex``...)."""
+        self.declarations = declarations if declarations is not None else SitemapDeclarations()
+        """The Sitemap: lines of the robots.txt files read (shared by the sites of a run)."""
+        self._robots: dict[str, RobotsRules] = {}
+        self._index_lastmods: dict[str, tuple[str, str, datetime]] = {}
+        self._newest_inside: dict[str, tuple[str, datetime]] = {}
+        self._alternate_pairs = HashSet(ALTERNATE_LIMIT)
+        self._alternates: list[tuple[str, str, str]] = []
+        self._alternates_dropped = False
 
     def finding(self, rule: Rule, sitemap_url: str, url: str | None, detail: str) -> Finding:
         """A finding of this site (counted)."""
@@ -71,13 +104,14 @@ class SiteAudit:
         facts = SitemapFacts()
         place = SitemapPlace(sitemap_url)
         in_sitemap = HashSet(2 * rules.MAX_URLS)
+        robots = self._page_robots(place)
         news = 0
+        newest: tuple[str, datetime] | None = None
         for entry in scan(body, facts):
             loc = entry.loc
             if loc is None:
                 continue
-            for rule, detail in check_url(loc, place, cross_hosts):
-                yield self.finding(rule, sitemap_url, loc, detail)
+            yield from self._location(loc, place, cross_hosts)
             if facts.root == URLSET:
                 yield from self._duplicates(loc, sitemap_url, in_sitemap)
                 for rule, detail in check_entry(entry, self.now):
@@ -85,25 +119,171 @@ class SiteAudit:
                 news += bool(entry.news_dates)
                 if entry.lastmod and len(entry.lastmod) >= 7 and entry.lastmod[4] == "-":
                     self.months[entry.lastmod[:7]] += 1
+                    if newest is None or not _not_after(entry.lastmod, newest[0]):
+                        value = parse_w3c(entry.lastmod)
+                        if value is not None and (newest is None or value > newest[1]) and value <= self.now:
+                            newest = (entry.lastmod, value)
+                if entry.hreflangs:
+                    self._remember_alternates(sitemap_url, loc, entry.hreflangs)
+                if robots is not None and loc.startswith(robots[0]) and robots[1].disallows(loc):
+                    yield self.finding(
+                        rules.PAGE_DISALLOWED, sitemap_url, loc, f"disallowed for {robots[1].user_agent!r}"
+                    )
             elif facts.root == INDEX:
                 self.parents.setdefault(urljoin(sitemap_url, loc), sitemap_url)
             if facts.root == INDEX and entry.lastmod is not None:
                 for rule, detail in check_lastmod(entry.lastmod, self.now):
                     yield self.finding(rule, sitemap_url, loc, detail)
+                yield from self._index_lastmod(sitemap_url, urljoin(sitemap_url, loc), entry.lastmod)
         if facts.root is None and facts.error is None:
             yield from self._text_sitemap(body_bytes(body), sitemap_url, place, cross_hosts)
             return
         self.kinds[sitemap_url] = facts.root or ""
         self.sitemap_pages[sitemap_url] = facts.entry_count
+        if newest is not None:
+            yield from self._newest_lastmod(sitemap_url, *newest)
         yield from self._document(facts, sitemap_url, news)
         parent_url = parent_url or self.parents.get(sitemap_url)
         if parent_url is not None and facts.root == INDEX and self.kinds.get(parent_url) == INDEX:
             yield self.finding(rules.NESTED_INDEX, parent_url, sitemap_url, "a sitemap index listed by an index")
 
-    def audit_robots(self, body: bytes, robots_url: str) -> Iterator[Finding]:
-        """The discovery findings of a robots.txt body (its Sitemap: lines)."""
-        for rule, url, detail in check_robots(body, robots_url, self.declared):
+    def audit_robots(self, body: bytes, robots_url: str, user_agent: str | None = None) -> Iterator[Finding]:
+        """The discovery findings of a robots.txt body (its Sitemap: lines).
+
+        With ``user_agent``, the pages its host's sitemaps list are then checked against its
+        rules (``page-disallowed``). Its Sitemap: lines go to :attr:`declarations`.
+        """
+        declared: set[str] = set()
+        for rule, url, detail in check_robots(body, robots_url, declared):
             yield self.finding(rule, robots_url, url, detail)
+        self.declared |= declared
+        self.declarations.add(robots_url, declared)
+        if user_agent is not None:
+            self._robots[(urlsplit(robots_url).hostname or "").lower()] = RobotsRules(body, user_agent)
+
+    def audit_fetch(
+        self, url: str, final_url: str, status: int, content_type: str = "", *, known_path: bool = False
+    ) -> Iterator[Finding]:
+        """What the fetch of a sitemap says: ``http-error``, ``redirected``, ``served-as-html``,
+        ``sitemap-disallowed`` (its host's robots.txt, when read with a user agent) and
+        ``known-path-only`` (``known_path``: found at a well-known path; one that answers
+        an HTTP error is only a probe that found nothing, not a finding)."""
+        if status >= 400:
+            if not known_path:  # a well-known path that is not there is no fault of the site
+                yield self.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}")
+            return
+        if final_url != url:
+            yield self.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}")
+        if content_type.startswith("text/html"):
+            yield self.finding(rules.SERVED_AS_HTML, final_url, None, f"Content-Type {content_type}")
+        robots = self._robots.get((urlsplit(url).hostname or "").lower())
+        if robots is not None and robots.disallows(url):
+            yield self.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
+        if known_path and url not in self.declared:
+            yield self.finding(rules.FOUND_AT_KNOWN_PATH, url, None, "not declared in robots.txt")
+
+    def audit_served(self, body: bytes, url: str, content_type: str, content_encoding: str = "") -> Iterator[Finding]:
+        """``gzip-mislabelled``: the body (as the HTTP client decoded it) against its name and headers.
+
+        ``content_encoding`` is the Content-Encoding the server sent ("" when none or not known);
+        ``content_type`` the Content-Type (lower case).
+        """
+        gzip_body = body.startswith(GZIP_MAGIC)
+        encoded = "gzip" in content_encoding
+        if urlsplit(url).path.lower().endswith(".gz") and not gzip_body:
+            why = (
+                "served with Content-Encoding: gzip: once decoded, the body is not gzip (a client saves XML as .gz)"
+                if encoded
+                else "whose body is not gzip"
+            )
+            yield self.finding(rules.GZIP_MISLABELLED, url, None, f"a .gz URL {why}")
+        elif gzip_body and encoded:
+            yield self.finding(rules.GZIP_MISLABELLED, url, None, "gzip twice: Content-Encoding: gzip over a gzip file")
+        elif gzip_body and content_type.split(";")[0].strip() in _XML_OR_TEXT:
+            yield self.finding(rules.GZIP_MISLABELLED, url, None, f"a gzip file served as Content-Type {content_type}")
+
+    def audit_undecodable(self, url: str, content_encoding: str) -> Iterator[Finding]:
+        """``gzip-mislabelled``: Content-Encoding: gzip on a body that is not gzip (an HTTP client
+        that honours the header cannot decode it: Scrapy fails the download)."""
+        yield self.finding(
+            rules.GZIP_MISLABELLED, url, None, f"Content-Encoding: {content_encoding} on a body that is not gzip"
+        )
+
+    def finish(self) -> Iterator[Finding]:
+        """The findings known only once all of the site's sitemaps are read (``hreflang-not-reciprocal``)."""
+        alternates, self._alternates = self._alternates, []
+        if self._alternates_dropped:
+            return
+        for sitemap_url, page, alternate in alternates:
+            if self._site_pages.has(url_hash(alternate)) and not self._alternate_pairs.has(
+                url_hash(f"{alternate}\n{page}")
+            ):
+                yield self.finding(
+                    rules.HREFLANG_NOT_RECIPROCAL, sitemap_url, page, f"alternate {alternate} does not list it back"
+                )
+
+    def _location(self, loc: str, place: SitemapPlace, cross_hosts: frozenset[str]) -> Iterator[Finding]:
+        for rule, detail in check_url(loc, place, cross_hosts):
+            if rule is rules.OTHER_HOST:
+                other = self._other_host(loc, place.url, detail)
+                if other is None:
+                    continue
+                detail = other
+            yield self.finding(rule, place.url, loc, detail)
+
+    def _other_host(self, loc: str, sitemap_url: str, detail: str) -> str | None:
+        """The detail of an ``other-host`` finding, or None when the host cross-submits the sitemap."""
+        host = (urlsplit(loc).hostname or "").lower()
+        robots_url = urljoin(loc, "/robots.txt")
+        if self.declarations.declares(host, sitemap_url):
+            return None
+        if self.declarations.read(host):
+            return f"{detail}; {robots_url} was read and does not declare this sitemap"
+        return f"{detail}; {robots_url} was not read before this sitemap (cross-submission not checked)"
+
+    def _page_robots(self, place: SitemapPlace) -> tuple[str, RobotsRules] | None:
+        """The sitemap's origin and its host's robots.txt rules, if that robots.txt was read."""
+        robots = self._robots.get(place.host)
+        if robots is None or not robots.disallows_any:
+            return None
+        parts = urlsplit(place.url)
+        return f"{parts.scheme}://{parts.netloc}/", robots
+
+    def _remember_alternates(self, sitemap_url: str, page: str, hreflangs: list[tuple[str | None, str | None]]) -> None:
+        for _lang, href in hreflangs:
+            if href is None or href == page or self._alternates_dropped:
+                continue
+            if len(self._alternates) >= ALTERNATE_LIMIT:
+                self._alternates_dropped = True
+                self._alternates = []
+                return
+            self._alternate_pairs.add(url_hash(f"{page}\n{href}"))
+            self._alternates.append((sitemap_url, page, href))
+
+    def _index_lastmod(self, index_url: str, child_url: str, text: str) -> Iterator[Finding]:
+        value = parse_w3c(text)
+        if value is None:
+            return
+        inside = self._newest_inside.pop(child_url, None)
+        if inside is not None:
+            yield from self._compare_lastmods(index_url, child_url, text, lastmod_period_end(text, value), *inside)
+        elif len(self._index_lastmods) < LASTMOD_LIMIT:
+            self._index_lastmods[child_url] = (index_url, text, lastmod_period_end(text, value))
+
+    def _newest_lastmod(self, sitemap_url: str, text: str, value: datetime) -> Iterator[Finding]:
+        said = self._index_lastmods.pop(sitemap_url, None)
+        if said is not None:
+            yield from self._compare_lastmods(said[0], sitemap_url, said[1], said[2], text, value)
+        elif len(self._newest_inside) < LASTMOD_LIMIT:
+            self._newest_inside[sitemap_url] = (text, value)
+
+    def _compare_lastmods(
+        self, index_url: str, child_url: str, said: str, said_end: datetime, newest: str, newest_value: datetime
+    ) -> Iterator[Finding]:
+        if said_end <= newest_value:
+            yield self.finding(
+                rules.INDEX_LASTMOD_OLDER, index_url, child_url, f"the index says {said}, a page in it {newest}"
+            )
 
     def _duplicates(self, loc: str, sitemap_url: str, in_sitemap: HashSet) -> Iterator[Finding]:
         key = url_hash(loc)
@@ -115,8 +295,12 @@ class SiteAudit:
             )
 
     def _document(self, facts: SitemapFacts, sitemap_url: str, news: int) -> Iterator[Finding]:
-        if facts.encoding is not None and facts.encoding.upper().replace("_", "-") not in ("UTF-8", "UTF8"):
+        if not is_utf8(facts.encoding):
             yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"encoding {facts.encoding}")
+        if facts.bad_utf8 is not None:
+            yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"byte {facts.bad_utf8:,} is not UTF-8")
+            if facts.error is not None and "encoding" in facts.error:
+                return  # lxml stopped on the same byte: the document is not otherwise broken
         if facts.error is not None:
             rule = rules.UNESCAPED_ENTITY if "EntityRef" in facts.error else rules.INVALID_DOCUMENT
             yield self.finding(rule, sitemap_url, None, facts.error[:300])
@@ -144,16 +328,23 @@ class SiteAudit:
     ) -> Iterator[Finding]:
         """A text sitemap: one URL a line (only the location and duplicate rules apply)."""
         self.kinds[sitemap_url] = "text"
+        robots = self._page_robots(place)
         in_sitemap = HashSet(2 * rules.MAX_URLS)
         count = 0
         text = gzip.decompress(body) if body.startswith(GZIP_MAGIC) else body
-        for line in text.decode("utf-8", "replace").splitlines():
+        try:
+            decoded = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"byte {exc.start:,} is not UTF-8")
+            decoded = text.decode("utf-8", "replace")
+        for line in decoded.splitlines():
             loc = line.strip()
             if not loc:
                 continue
             count += 1
-            for rule, detail in check_url(loc, place, cross_hosts):
-                yield self.finding(rule, sitemap_url, loc, detail)
+            yield from self._location(loc, place, cross_hosts)
             yield from self._duplicates(loc, sitemap_url, in_sitemap)
+            if robots is not None and loc.startswith(robots[0]) and robots[1].disallows(loc):
+                yield self.finding(rules.PAGE_DISALLOWED, sitemap_url, loc, f"disallowed for {robots[1].user_agent!r}")
         if count > rules.MAX_URLS:
             yield self.finding(rules.TOO_MANY_URLS, sitemap_url, None, f"{count:,} URLs")

@@ -1,23 +1,22 @@
 """The audit of a whole crawl: every response of every site, the findings file and the report.
 
 Pure (no Scrapy): the audit process (sitemap_crawl.audit.process) runs one, fed the
-responses in the order the crawl received them. Per site it keeps a SiteAudit, the
-robots.txt rules and the sitemaps robots.txt declares, until the site is forgotten.
+responses in the order the crawl received them. It keeps a SiteAudit per site until the
+site is forgotten, and the sitemaps each robots.txt declares (SitemapDeclarations).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
-from typing import IO, NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, NamedTuple
 
-from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.auditor import SiteAudit
-from sitemap_crawl.audit.discovery import RobotsRules
+from sitemap_crawl.audit.discovery import SitemapDeclarations
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
-from sitemap_crawl.audit.scan import body_bytes
+from sitemap_crawl.audit.scan import body_bytes, body_head
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.parsing.stream import Body
 
@@ -49,10 +48,15 @@ class ResponseFacts(NamedTuple):
     status: int
     final_url: str
     content_type: str
+    encoding: str = ""
+    """The Content-Encoding the server sent (before the downloader decoded the body)."""
 
 
 class CrawlAudit:
-    """Audits the responses of a crawl; writes the findings (JSON lines) and the HTML report."""
+    """Audits the responses of a crawl; writes the findings (JSON lines) and the HTML report.
+
+    Each method that may find something returns the findings' count by rule.
+    """
 
     def __init__(self, path: str | None, report_path: str | None, user_agent: str) -> None:
         self.path = path
@@ -60,19 +64,59 @@ class CrawlAudit:
         self.report = Report() if report_path else None
         self.user_agent = user_agent
         self._audits: dict[str, SiteAudit] = {}
-        self._robots: dict[str, RobotsRules] = {}
-        self._declared: dict[str, set[str]] = {}
+        self._declarations = SitemapDeclarations()
         self._file: IO[str] | None = None
 
     def audit(self, facts: ResponseFacts, body: Body) -> Counter[str]:
-        """Audit one response; its findings are written; their count by rule is returned.
+        """Audit one response; its findings are written; their count by rule is returned."""
+        return self._write_all(self._findings(facts, body))
 
-        The findings are written in batches as they come: a sitemap that yields a finding
-        per page does not hold them all in memory.
-        """
+    def _findings(self, facts: ResponseFacts, body: Body) -> Iterator[Finding]:
+        site, url, role, status, final_url, content_type, encoding = facts
+        audit = self._site_audit(site)
+        if status >= 400:
+            yield from audit.audit_fetch(url, final_url, status, known_path=role == KNOWN)
+        elif role == ROBOTS:
+            yield from audit.audit_robots(body_bytes(body), url, self.user_agent)
+        else:
+            yield from audit.audit_fetch(url, final_url, status, content_type, known_path=role == KNOWN)
+            head = body_head(body, 16)  # all it reads is whether the body starts as gzip
+            yield from audit.audit_served(head, final_url, content_type, encoding)
+            yield from audit.audit_sitemap(body, final_url)
+
+    def undecodable(self, site: str, url: str, encoding: str) -> Counter[str]:
+        """A body the HTTP client cannot decode (its Content-Encoding is not what it holds)."""
+        return self._write_all(self._site_audit(site).audit_undecodable(url, encoding))
+
+    def add_tree(self, site: str, root: Any) -> Counter[str]:
+        """A site's finished sitemap tree, for the report."""
+        if self.report is not None:
+            self.report.add_tree(site, root)
+        return Counter()
+
+    def forget(self, site: str) -> Counter[str]:
+        """A site is finished: the findings known at its end are written, its facts go to the
+        report, its state is dropped."""
+        audit = self._audits.pop(site, None)
+        if audit is None:
+            return Counter()
+        counts = self._write_all(audit.finish())
+        if self.report is not None:
+            self.report.add_site_facts(site, audit.sitemap_pages, audit.months)
+        return counts
+
+    def _site_audit(self, site: str) -> SiteAudit:
+        audit = self._audits.get(site)
+        if audit is None:
+            audit = self._audits[site] = SiteAudit(site or None, declarations=self._declarations)
+        return audit
+
+    def _write_all(self, findings: Iterable[Finding]) -> Counter[str]:
+        """Write findings in batches as they come: a sitemap that yields a finding per page
+        does not hold them all in memory."""
         counts: Counter[str] = Counter()
         batch: list[Finding] = []
-        for finding in self._findings(facts, body):
+        for finding in findings:
             batch.append(finding)
             if len(batch) >= _WRITE_BATCH:
                 self._write(batch, counts)
@@ -80,38 +124,6 @@ class CrawlAudit:
         if batch:
             self._write(batch, counts)
         return counts
-
-    def _findings(self, facts: ResponseFacts, body: Body) -> Iterator[Finding]:
-        site, url, role, status, final_url, content_type = facts
-        audit = self._audits.get(site)
-        if audit is None:
-            audit = self._audits[site] = SiteAudit(site or None)
-        if status >= 400:
-            yield audit.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}")
-        elif role == ROBOTS:
-            text = body_bytes(body)
-            yield from audit.audit_robots(text, url)
-            self._robots[site] = RobotsRules(text, self.user_agent)
-            self._declared[site] = set(audit.declared)
-        else:
-            if final_url != url:
-                yield audit.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}")
-            if content_type.startswith("text/html"):
-                yield audit.finding(rules.SERVED_AS_HTML, final_url, None, f"Content-Type {content_type}")
-            robots = self._robots.get(site)
-            if robots is not None and robots.disallows(url):
-                yield audit.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
-            if role == KNOWN and url not in self._declared.get(site, ()):
-                yield audit.finding(rules.FOUND_AT_KNOWN_PATH, url, None, "not declared in robots.txt")
-            yield from audit.audit_sitemap(body, final_url)
-
-    def forget(self, site: str) -> None:
-        """A site is finished: its facts go to the report, its state is dropped."""
-        audit = self._audits.pop(site, None)
-        if audit is not None and self.report is not None:
-            self.report.add_site_facts(site, audit.sitemap_pages, audit.months)
-        self._robots.pop(site, None)
-        self._declared.pop(site, None)
 
     def _write(self, found: list[Finding], counts: Counter[str]) -> None:
         counts.update(f.rule for f in found)
@@ -123,14 +135,17 @@ class CrawlAudit:
         if self._file is not None:
             self._file.write("".join(map(json_line, found)))
 
-    def finish(self) -> None:
-        """Close the findings file (an empty one when nothing was found) and write the report."""
+    def finish(self) -> Counter[str]:
+        """Forget every site left (their end findings), close the findings file (an empty one
+        when nothing was found) and write the report."""
+        counts: Counter[str] = Counter()
+        for site in list(self._audits):
+            counts.update(self.forget(site))
         if self._file is not None:
             self._file.close()
         elif self.path is not None:
             open(self.path, "w", encoding="utf-8").close()  # no finding: an empty file, not a stale one
         if self.report is not None and self.report_path is not None:
-            for site in list(self._audits):
-                self.forget(site)
             with open(self.report_path, "w", encoding="utf-8") as report_file:
                 report_file.write(self.report.render())
+        return counts

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from urllib.parse import urljoin, urlsplit
 
 from protego import Protego  # the robots.txt parser Scrapy ships (pure Python, no Scrapy)
 
 from sitemap_crawl.audit import rules
+from sitemap_crawl.audit.hashset import HashSet, url_hash
 from sitemap_crawl.audit.rules import Rule
 from sitemap_crawl.parsing.robots import decode_robots
 
+DECLARATION_LIMIT = 1_000_000
+"""(host, sitemap) pairs, and hosts, remembered for cross-submission (8 to 16 bytes each)."""
+
+_DISALLOW_LINE = re.compile(r"^[\s\ufeff]*disallow\s*:[ \t]*[^\s#]", re.IGNORECASE | re.MULTILINE)
 _SITEMAP_LINE = re.compile(r"^[\s\ufeff]*site-?maps?\s*:[\s\xa0\u200b\ufeffÂ]*(\S*)", re.IGNORECASE)
 
 
@@ -42,8 +47,11 @@ class RobotsRules:
     """One host's robots.txt rules for the crawl's user agent (Protego)."""
 
     def __init__(self, body: bytes, user_agent: str) -> None:
-        self._parser = Protego.parse(decode_robots(body))
+        text = decode_robots(body)
+        self._parser = Protego.parse(text)
         self.user_agent = user_agent
+        self.disallows_any = _DISALLOW_LINE.search(text) is not None
+        """False when no Disallow: line has a value: nothing is disallowed (pages need no check)."""
 
     def disallows(self, url: str) -> bool:
         """Whether the crawl's user agent may not fetch ``url``."""
@@ -53,3 +61,31 @@ class RobotsRules:
         """``sitemap-disallowed`` when ``url`` is disallowed."""
         if self.disallows(url):
             yield rules.SITEMAP_DISALLOWED, f"robots.txt disallows it for {self.user_agent!r}"
+
+
+class SitemapDeclarations:
+    """What every robots.txt the audit read declares, by host: the cross-submission test.
+
+    The protocol lets a sitemap list pages of another host when that host's robots.txt
+    declares the sitemap. Shared by the audits of all sites of a run; it holds 64-bit
+    hashes only, at most ``limit`` hosts and ``limit`` (host, sitemap) pairs.
+    """
+
+    def __init__(self, limit: int = DECLARATION_LIMIT) -> None:
+        self._hosts = HashSet(limit)
+        self._pairs = HashSet(limit)
+
+    def add(self, robots_url: str, sitemap_urls: Iterable[str]) -> None:
+        """Note that ``robots_url`` was read and declares ``sitemap_urls`` (absolute)."""
+        host = (urlsplit(robots_url).hostname or "").lower()
+        self._hosts.add(url_hash(host))
+        for url in sitemap_urls:
+            self._pairs.add(url_hash(f"{host} {url}"))
+
+    def read(self, host: str) -> bool:
+        """Whether a robots.txt of ``host`` was read."""
+        return self._hosts.has(url_hash(host))
+
+    def declares(self, host: str, sitemap_url: str) -> bool:
+        """Whether ``host``'s robots.txt declares ``sitemap_url``."""
+        return self._pairs.has(url_hash(f"{host} {sitemap_url}"))

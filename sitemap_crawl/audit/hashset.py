@@ -33,17 +33,16 @@ class HashSet:
         """Whether no more values are taken."""
         return self.count >= self.capacity
 
+    def has(self, value: int) -> bool:
+        """Whether ``value`` is held."""
+        return self._slots[self._slot_of(value)] == value
+
     def add(self, value: int) -> bool:
         """Add ``value``; True when it was already there (False too when the set is full)."""
-        slots, mask = self._slots, self._mask
-        index = value & mask
-        while True:
-            held = slots[index]
-            if held == value:
-                return True
-            if held == _EMPTY:
-                break
-            index = (index + 1) & mask
+        index = self._slot_of(value)
+        slots = self._slots
+        if slots[index] == value:
+            return True
         if self.count >= self.capacity:
             return False
         slots[index] = value
@@ -51,6 +50,16 @@ class HashSet:
         if self.count * 2 > len(slots):
             self._grow()
         return False
+
+    def _slot_of(self, value: int) -> int:
+        """The slot holding ``value``, or the empty slot where it would go (linear probing)."""
+        slots, mask = self._slots, self._mask
+        index = value & mask
+        while True:
+            held = slots[index]
+            if held in (value, _EMPTY):
+                return index
+            index = (index + 1) & mask
 
     def _grow(self) -> None:
         old = self._slots

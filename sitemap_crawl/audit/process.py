@@ -35,7 +35,7 @@ CALL = "call"
 FINISH = "finish"
 DONE = "done"
 
-CALLS = frozenset({"forget"})
+CALLS = frozenset({"forget", "undecodable", "add_tree"})
 """The CrawlAudit methods a CALL job may name."""
 
 
@@ -60,9 +60,9 @@ def serve(source: BinaryIO, sink: BinaryIO) -> None:
             if tag == RESPONSE:
                 counts = dict(audit.audit(ResponseFacts(*message[2]), body))
             elif tag == CALL and message[2] in CALLS:
-                getattr(audit, message[2])(*message[3])
+                counts = dict(getattr(audit, message[2])(*message[3]))
             elif tag == FINISH:
-                audit.finish()
+                counts = dict(audit.finish())
         except Exception:  # a bug in a check must not stop the audit of the rest
             print(f"Sitemap audit failed on {message[:3]!r}:", file=sys.stderr)
             traceback.print_exc()

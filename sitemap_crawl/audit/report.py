@@ -1,8 +1,13 @@
 """The audit's HTML report: one self-contained page (inline CSS, no script), aggregates only.
 
-Per site: findings by rule with a few examples, entries per sitemap, a histogram of page
-lastmod by month. What it keeps per site is bounded (examples and sitemaps capped), so a
-report of 10,000 sites stays light.
+Per site: the sitemap tree with pages and findings per node (:mod:`.report_tree`; without a
+tree, entries per sitemap), findings by rule with a few examples, a histogram of page
+lastmod by month. What it keeps per site is bounded (tree nodes, examples and sitemaps
+capped), so a report of 10,000 sites stays light.
+
+A site's findings are counted per sitemap URL until its tree arrives (:meth:`Report.add_tree`),
+then folded into the tree's nodes and dropped; a finding that comes later is put on its
+node if shown, else on the website node (and counted below its ancestors).
 """
 
 from __future__ import annotations
@@ -12,7 +17,16 @@ from dataclasses import dataclass, field
 from html import escape
 
 from sitemap_crawl.audit.finding import Finding
-from sitemap_crawl.audit.rules import RULES_BY_ID
+from sitemap_crawl.audit.report_tree import (
+    NODES_PER_SITE,
+    NODES_PER_SITE_BEYOND,
+    REPORT_NODES,
+    NodeSummary,
+    render_tree,
+    summarize_tree,
+)
+from sitemap_crawl.audit.rules import REDIRECTED, RULES_BY_ID
+from sitemap_crawl.tree import TreeNode
 
 EXAMPLES_PER_RULE = 3
 SITEMAPS_PER_SITE = 100
@@ -24,6 +38,12 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding
 .error{color:#b00}.warning{color:#a60}.notice{color:#06a}
 .bar{background:#4a8;height:12px;display:inline-block}
 code{font-size:12px;word-break:break-all}
+ul.tree,ul.tree ul{list-style:none;margin:0;padding-left:1.2em}ul.tree{padding-left:0}
+ul.tree ul{border-left:1px dotted #bbb}li.node,li.more{margin:2px 0}
+li.node>span.kind,li.more{margin-left:1.1em}li.more{color:#666;font-style:italic}
+.kind{font-size:11px;background:#eee;border-radius:3px;padding:0 4px}
+.pages,.below{color:#555}.invalid{color:#fff;background:#b00;border-radius:3px;padding:0 4px}
+.sev{font-weight:bold}.rules code{font-size:11px;color:#555}summary{cursor:pointer}
 """
 
 
@@ -36,6 +56,13 @@ class SiteSummary:
     examples: dict[str, list[Finding]] = field(default_factory=dict)
     sitemap_pages: dict[str, int] = field(default_factory=dict)
     months: Counter[str] = field(default_factory=Counter)
+    pending: dict[str, Counter[str]] = field(default_factory=dict)
+    """Findings by sitemap URL and rule, until the tree arrives."""
+    redirects: dict[str, str] = field(default_factory=dict)
+    """Final URL -> requested URL of redirected sitemaps (the tree has the requested one)."""
+    tree: NodeSummary | None = None
+    nodes: dict[str, NodeSummary] = field(default_factory=dict)
+    """The shown tree nodes by URL."""
 
 
 class Report:
@@ -43,6 +70,8 @@ class Report:
 
     def __init__(self) -> None:
         self.sites: dict[str, SiteSummary] = {}
+        self.nodes_shown = 0
+        """Tree nodes shown so far (past ``REPORT_NODES``, later sites show fewer)."""
 
     def site(self, website: str) -> SiteSummary:
         """The summary of ``website`` (made on first use)."""
@@ -58,15 +87,36 @@ class Report:
         examples = summary.examples.setdefault(finding.rule, [])
         if len(examples) < EXAMPLES_PER_RULE:
             examples.append(finding)
+        if finding.rule == REDIRECTED.id and finding.url:
+            summary.redirects[finding.url] = finding.sitemap_url
+        if summary.tree is None:
+            summary.pending.setdefault(finding.sitemap_url, Counter())[finding.rule] += 1
+        else:
+            node = summary.nodes.get(summary.redirects.get(finding.sitemap_url, finding.sitemap_url), summary.tree)
+            node.add_finding(finding.rule)
+
+    def add_tree(self, website: str, root: TreeNode) -> None:
+        """Fold a finished site's tree (and the findings counted so far) into its summary."""
+        summary = self.site(website)
+        findings: dict[str, Counter[str]] = {}
+        for url, by_rule in summary.pending.items():
+            findings.setdefault(summary.redirects.get(url, url), Counter()).update(by_rule)
+        budget = NODES_PER_SITE if self.nodes_shown < REPORT_NODES else NODES_PER_SITE_BEYOND
+        summary.tree, summary.nodes = summarize_tree(root, findings, budget)
+        self.nodes_shown += len(summary.nodes)
+        summary.pending.clear()
+        summary.sitemap_pages.clear()
 
     def add_site_facts(self, website: str, sitemap_pages: dict[str, int], months: Counter[str]) -> None:
-        """Entries per sitemap (the first ones, capped) and the lastmod months of a site."""
+        """The lastmod months of a site and, without a tree, entries per sitemap (the first ones)."""
         summary = self.site(website)
+        summary.months.update(months)
+        if summary.tree is not None:
+            return  # the tree shows the pages of each sitemap
         for url, count in sitemap_pages.items():
             if len(summary.sitemap_pages) >= SITEMAPS_PER_SITE:
                 break
             summary.sitemap_pages[url] = count
-        summary.months.update(months)
 
     def render(self) -> str:
         """The whole HTML page."""
@@ -84,22 +134,30 @@ class Report:
         return "".join(parts)
 
 
-def _rule_table(counts: Counter[str], table_id: str) -> str:
+def _rule_table(counts: Counter[str], table_id: str | None = None) -> str:
+    """Findings by rule; the report's own table (``table_id``) also says what each rule checks."""
+    full = table_id is not None
     rows = []
     for rule_id, count in counts.most_common():
         rule = RULES_BY_ID[rule_id]
+        about = f"<td>{escape(rule.doc)}</td><td>{rule.source.value}</td>" if full else ""
         rows.append(
             f"<tr><td><code>{rule_id}</code></td><td class='{rule.severity.value}'>{rule.severity.value}</td>"
-            f"<td>{count}</td><td>{escape(rule.doc)}</td><td>{rule.source.value}</td></tr>"
+            f"<td>{count}</td>{about}</tr>"
         )
-    head = "<tr><th>rule</th><th>severity</th><th>findings</th><th>what it checks</th><th>source</th></tr>"
-    return f"<table class='rules' id='{table_id}'>{head}{''.join(rows)}</table>"
+    about_head = "<th>what it checks</th><th>source</th>" if full else ""
+    head = f"<tr><th>rule</th><th>severity</th><th>findings</th>{about_head}</tr>"
+    table_id = f" id='{table_id}'" if full else ""
+    return f"<table class='rules'{table_id}>{head}{''.join(rows)}</table>"
 
 
 def _site_section(summary: SiteSummary) -> str:
     website = escape(summary.website)
-    parts = [f"<section class='site'><h2>{website}</h2><h3>Findings by rule</h3>"]
-    parts.append(_rule_table(summary.counts, ""))
+    parts = [f"<section class='site'><h2>{website}</h2>"]
+    if summary.tree is not None:
+        parts.append(f"<h3>Sitemap tree</h3>{render_tree(summary.tree)}")
+    if summary.counts:
+        parts.append(f"<h3>Findings by rule</h3>{_rule_table(summary.counts)}")
     for rule_id, examples in summary.examples.items():
         items = "".join(
             f"<li><code>{escape(f.url or f.sitemap_url)}</code> in <code>{escape(f.sitemap_url)}</code>: "
@@ -107,11 +165,17 @@ def _site_section(summary: SiteSummary) -> str:
             for f in examples
         )
         parts.append(f"<details class='examples'><summary>{rule_id}</summary><ul>{items}</ul></details>")
-    parts.append("<h3>Entries per sitemap</h3><table class='sitemaps'><tr><th>sitemap</th><th>entries</th></tr>")
-    parts += [
-        f"<tr><td><code>{escape(url)}</code></td><td>{count}</td></tr>" for url, count in summary.sitemap_pages.items()
-    ]
-    parts.append("</table><h3>Pages by lastmod month</h3><table class='months'>")
+    if summary.tree is None:  # no tree extension: entries per sitemap, flat
+        parts.append("<h3>Entries per sitemap</h3><table class='sitemaps'><tr><th>sitemap</th><th>entries</th></tr>")
+        parts += [
+            f"<tr><td><code>{escape(url)}</code></td><td>{count}</td></tr>"
+            for url, count in summary.sitemap_pages.items()
+        ]
+        parts.append("</table>")
+    if not summary.months:
+        parts.append("</section>")
+        return "".join(parts)
+    parts.append("<h3>Pages by lastmod month</h3><table class='months'>")
     top = max(summary.months.values(), default=1)
     for month in sorted(summary.months):
         count = summary.months[month]

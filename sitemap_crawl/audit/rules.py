@@ -86,6 +86,16 @@ TOO_MANY_IMAGES = Rule("too-many-images", E, "values", "More than 1,000 images f
 HREFLANG_VALUE = Rule(
     "hreflang-value", E, "values", "An hreflang that is not a language(-region) code or x-default.", G
 )
+INDEX_LASTMOD_OLDER = Rule(
+    "index-lastmod-older", W, "values", "An index's lastmod for a sitemap is older than the newest lastmod in it.", G
+)
+HREFLANG_NOT_RECIPROCAL = Rule(
+    "hreflang-not-reciprocal",
+    W,
+    "values",
+    "Page A lists alternate B, B is in the site's sitemaps but does not list A back.",
+    G,
+)
 
 # discovery
 NO_SITEMAP_IN_ROBOTS = Rule("no-sitemap-in-robots", W, "discovery", "robots.txt has no Sitemap: line.", G)
@@ -96,8 +106,11 @@ SITEMAP_DISALLOWED = Rule(
     "sitemap-disallowed",
     W,
     "discovery",
-    "robots.txt disallows a sitemap or page for the crawl's user agent.",
+    "robots.txt disallows a sitemap for the crawl's user agent.",
     Source.RFC9309,
+)
+PAGE_DISALLOWED = Rule(
+    "page-disallowed", W, "discovery", "robots.txt disallows a listed page for the crawl's user agent.", Source.RFC9309
 )
 FOUND_AT_KNOWN_PATH = Rule(
     "known-path-only", N, "discovery", "A sitemap found at a well-known path, not declared in robots.txt.", G
@@ -105,6 +118,14 @@ FOUND_AT_KNOWN_PATH = Rule(
 HTTP_ERROR = Rule("http-error", E, "discovery", "A sitemap or robots.txt URL answers an HTTP error.", G)
 REDIRECTED = Rule("redirected", W, "discovery", "A sitemap URL redirects (list the final URL).", G)
 SERVED_AS_HTML = Rule("served-as-html", W, "discovery", "A sitemap served with Content-Type text/html.", G)
+GZIP_MISLABELLED = Rule(
+    "gzip-mislabelled",
+    W,
+    "discovery",
+    "gzip and the name or headers disagree: a .gz URL that is not gzip, gzip served as XML or text or gzipped twice,"
+    " Content-Encoding: gzip on a body that is not gzip.",
+    G,
+)
 
 RULES: tuple[Rule, ...] = (
     TOO_MANY_URLS,
@@ -133,13 +154,17 @@ RULES: tuple[Rule, ...] = (
     TOO_MANY_NEWS,
     TOO_MANY_IMAGES,
     HREFLANG_VALUE,
+    INDEX_LASTMOD_OLDER,
+    HREFLANG_NOT_RECIPROCAL,
     NO_SITEMAP_IN_ROBOTS,
     RELATIVE_SITEMAP_LINE,
     SITEMAP_DISALLOWED,
+    PAGE_DISALLOWED,
     FOUND_AT_KNOWN_PATH,
     HTTP_ERROR,
     REDIRECTED,
     SERVED_AS_HTML,
+    GZIP_MISLABELLED,
 )
 RULES_BY_ID = {rule.id: rule for rule in RULES}
 

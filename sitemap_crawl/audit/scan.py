@@ -56,6 +56,14 @@ class SitemapFacts:
     gzip: bool = False
     error: str | None = None
     entry_count: int = 0
+    bad_utf8: int | None = None
+    """Offset (in the uncompressed document) of the first byte that is not UTF-8, when
+    the document claims UTF-8 (or names no encoding, so UTF-8 by default)."""
+
+
+def is_utf8(encoding: str | None) -> bool:
+    """Whether an encoding name (None: not named) means UTF-8."""
+    return encoding is None or encoding.upper().replace("_", "-") in ("UTF-8", "UTF8")
 
 
 def declared_encoding(head: bytes) -> str | None:
@@ -101,6 +109,8 @@ def scan(body: Body, facts: SitemapFacts) -> Iterator[RawEntry]:
     """
     reader = _EntryReader(facts)
     first = True
+    utf8: codecs.IncrementalDecoder | None = None
+    offset = 0
     try:
         for chunk in _chunks(body, facts):
             if first:
@@ -109,7 +119,14 @@ def scan(body: Body, facts: SitemapFacts) -> Iterator[RawEntry]:
                 facts.encoding = declared_encoding(chunk)
                 if not (stripped.startswith(b"<") or facts.encoding in ("UTF-16", "UTF-32")):
                     return
+                if is_utf8(facts.encoding):
+                    utf8 = codecs.getincrementaldecoder("utf-8")()
+            if utf8 is not None:
+                utf8 = _check_utf8(utf8, chunk, offset, facts)
+                offset += len(chunk)
             yield from reader.feed(chunk)
+        if utf8 is not None:
+            _check_utf8(utf8, b"", offset, facts, final=True)
         yield from reader.close()
     except etree.XMLSyntaxError as exc:
         facts.error = f"not well-formed XML: {exc}"
@@ -119,6 +136,20 @@ def scan(body: Body, facts: SitemapFacts) -> Iterator[RawEntry]:
 
 def _parser(events: tuple[Any, ...], tag: str | None = None) -> etree.XMLPullParser:
     return etree.XMLPullParser(events=events, tag=tag, resolve_entities=False, huge_tree=True)
+
+
+def _check_utf8(
+    decoder: codecs.IncrementalDecoder, chunk: bytes, offset: int, facts: SitemapFacts, final: bool = False
+) -> codecs.IncrementalDecoder | None:
+    """Decode ``chunk`` (the check only: the text is dropped); on the first bad byte, note its
+    offset and return None (no more checking)."""
+    try:
+        decoder.decode(chunk, final)
+    except UnicodeDecodeError as exc:
+        pending = len(decoder.getstate()[0])  # bytes held from the chunk before
+        facts.bad_utf8 = max(0, offset - pending + exc.start)
+        return None
+    return decoder
 
 
 class _EntryReader:

@@ -31,6 +31,18 @@ def parse_w3c(text: str) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+def lastmod_period_end(text: str, value: datetime) -> datetime:
+    """The end of the period a W3C Datetime names: a year, month or day names all of it
+    (``2024-05`` ends on 2024-06-01); a date and time is an instant."""
+    if len(text) == 4:
+        return value.replace(year=value.year + 1)
+    if len(text) == 7:
+        return value.replace(year=value.year + value.month // 12, month=value.month % 12 + 1)
+    if len(text) == 10:
+        return value + timedelta(days=1)
+    return value
+
+
 def check_lastmod(text: str, now: datetime) -> Iterator[tuple[Rule, str]]:
     """A lastmod that is not a W3C Datetime, or that is in the future."""
     value = parse_w3c(text)

@@ -31,9 +31,11 @@ from sitemap_crawl.audit.backlog import AuditBacklog
 from sitemap_crawl.audit.crawl_audit import ResponseFacts
 from sitemap_crawl.audit.process import AUDIT_MODULE, CALL, DONE, FINISH, OPEN, RESPONSE
 from sitemap_crawl.discovery.site import Visit
-from sitemap_crawl.names import AUDIT_PAUSED_STAT, AUDIT_STAT, META_KEY
+from sitemap_crawl.names import AUDIT_ENCODING_META_KEY, AUDIT_PAUSED_STAT, AUDIT_STAT, META_KEY
+from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.parsing.worker_protocol import encode_frame, read_frame
-from sitemap_crawl.signals import site_finished
+from sitemap_crawl.signals import site_finished, site_tree
+from sitemap_crawl.tree import SitemapTree
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +60,11 @@ class SitemapAuditExtension:
         self._broken = False
         self._finished: asyncio.Future[None] | None = None
         """Set at spider close; done once every job, FINISH the last, is answered or let go."""
+        crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self._response, signal=signals.response_received)
         crawler.signals.connect(self._site_finished, signal=site_finished)
+        if report_path:
+            crawler.signals.connect(self._site_tree, signal=site_tree)
         crawler.signals.connect(self._close, signal=signals.spider_closed)
 
     @classmethod
@@ -72,17 +77,33 @@ class SitemapAuditExtension:
 
     # in the reactor thread
 
+    def _downloaded(self, response: Response, request: Request, **_kwargs: Any) -> None:
+        """The response as the server sent it (before the downloader middlewares decode it)."""
+        visit = request.meta.get(META_KEY)
+        if not isinstance(visit, Visit):
+            return
+        encoding = (response.headers.get(b"Content-Encoding") or b"").decode("latin-1").strip().lower()
+        request.meta[AUDIT_ENCODING_META_KEY] = encoding
+        if encoding in ("gzip", "x-gzip") and response.body and not response.body.startswith(GZIP_MAGIC):
+            self.call("undecodable", visit.site, response.url, encoding)  # the download will fail
+
     def _response(self, response: Response, request: Request, spider: Any) -> None:
         visit = request.meta.get(META_KEY)
         if not isinstance(visit, Visit):
             return
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
-        facts = ResponseFacts(visit.site, visit.url, visit.role, response.status, response.url, content_type)
+        encoding = str(request.meta.get(AUDIT_ENCODING_META_KEY, ""))
+        facts = ResponseFacts(visit.site, visit.url, visit.role, response.status, response.url, content_type, encoding)
         body = response.body
         self.backlog.add((RESPONSE, facts, body), len(body))
 
     def _site_finished(self, site: str, **_kwargs: Any) -> None:
         self.call("forget", site)
+
+    def _site_tree(self, site: str, tree: SitemapTree, **_kwargs: Any) -> None:
+        """A site's finished tree goes to the report (after the findings already queued)."""
+        if tree.root is not None:
+            self.call("add_tree", site, tree.root)
 
     def call(self, method: str, *args: Any) -> None:
         """Have the audit process call a CrawlAudit method (``CALLS``), after the bodies already given."""

@@ -29,7 +29,7 @@ from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage
 from sitemap_crawl.kinds import NodeKind
 from sitemap_crawl.names import ERRORS_STAT, PAGES_STAT, SITEMAPS_STAT, SITES_STAT
 from sitemap_crawl.settings_reader import SettingsReader
-from sitemap_crawl.signals import site_finished, sitemap_node
+from sitemap_crawl.signals import site_finished, site_tree, sitemap_node
 from sitemap_crawl.tree import SitemapTree
 from sitemap_crawl.tree_file import TreeFile
 
@@ -136,10 +136,11 @@ class SitemapTreeExtension:
         the ``attempt`` that completed it)."""
         tree = self.trees.pop(site, None)
         if tree is not None:
-            self._close_tree(tree, unreachable, attempt)
+            self._close_tree(site, tree, unreachable, attempt)
 
-    def _close_tree(self, tree: SitemapTree, unreachable: str | None, attempt: str | None = None) -> None:
+    def _close_tree(self, site: str, tree: SitemapTree, unreachable: str | None, attempt: str | None = None) -> None:
         tree.close()
+        self.crawler.signals.send_catch_log(site_tree, site=site, tree=tree)
         counts = tree.counts()
         self.kinds.update(counts["by_kind"])
         self.errors.update(counts["by_error"])
@@ -157,8 +158,8 @@ class SitemapTreeExtension:
         if self._closed or not self.nodes_seen:
             return
         self._closed = True
-        for tree in list(self.trees.values()):  # sites stopped before they were finished
-            self._close_tree(tree, None)
+        for site, tree in list(self.trees.items()):  # sites stopped before they were finished
+            self._close_tree(site, tree, None)
         self.trees.clear()
         for kind, count in self.kinds.items():
             self.stats.set_value(f"{SITEMAPS_STAT}/{kind}", count)

@@ -72,10 +72,7 @@ class ShardOutput:
         if writer is None:
             self._pending.append(frame)
         elif writer.transport.is_closing():
-            if not self._orphaned:  # the main process is gone: nobody takes what this one maps
-                self._orphaned = True
-                logger.error("The main crawl process is gone; this helper stops")
-                self.crawler.stop()
+            self._main_gone()
         else:
             writer.write(frame)
 
@@ -89,8 +86,17 @@ class ShardOutput:
             return item
         writer = self._writer
         if writer is not None and writer.transport.get_write_buffer_size() > HIGH_WATER:
-            await writer.drain()
+            try:
+                await writer.drain()
+            except ConnectionError:
+                self._main_gone()
         return item
+
+    def _main_gone(self) -> None:
+        if not self._orphaned:  # the main process is gone: nobody takes what this one maps
+            self._orphaned = True
+            logger.error("The main crawl process is gone; this helper stops")
+            self.crawler.stop()
 
     def _node(self, node: NodeReport, site: str) -> None:
         self._send((NODE, site, node))
@@ -109,5 +115,8 @@ class ShardOutput:
         }
         self._send((STATS, stats))
         if self._writer is not None:
-            await self._writer.drain()
+            try:
+                await self._writer.drain()
+            except ConnectionError:  # the main process is gone (killed): nobody to tell
+                self._main_gone()
             self._writer.close()

@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from scrapy import Request, Spider, signals
@@ -46,6 +46,7 @@ from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage, SitemapRef
 from sitemap_crawl.kinds import ErrorReason, http_error
 from sitemap_crawl.memory import trim
 from sitemap_crawl.names import (
+    HELD_STAT,
     META_KEY,
     NOT_FOLLOWED_STAT,
     REQUESTS_STAT,
@@ -57,19 +58,25 @@ from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
 from sitemap_crawl.queue.config import parse_queue_url
-from sitemap_crawl.queue.worker import QueueWorker
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, page_batch
 from sitemap_crawl.signals import site_finished, sitemap_node
 from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
+from sitemap_crawl.sites.backlog import SendValve
 from sitemap_crawl.spiders.download_counts import DownloadCounts
 from sitemap_crawl.wiring import add_sitemap_crawl_components
+
+if TYPE_CHECKING:
+    from sitemap_crawl.queue.worker import QueueWorker
 
 logger = logging.getLogger(__name__)
 
 MANY_SITES_CONCURRENT_REQUESTS = 128
 """CONCURRENT_REQUESTS of a many-site run, in each crawl process (Scrapy's 16 would keep only a few hosts busy),
 unless the project set it."""
+BACKLOG_MIN = 32
+"""The least number of responses a crawl process may hold in processing before it holds
+new sitemap requests back (else twice CONCURRENT_REQUESTS)."""
 UNUSED_SPIDER_MIDDLEWARES = (
     "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware",
     "scrapy.spidermiddlewares.depth.DepthMiddleware",
@@ -221,7 +228,11 @@ class SitemapsSpider(Spider):
                     "-a sitemap_urls=URL[,URL...] or -a queue=redis://host:6379/0"
                 )
             wait = parse_bool("queue_wait", queue_wait, False)
-            self.queue: QueueWorker | None = QueueWorker(parse_queue_url(queue), normalize, wait) if queue else None
+            self.queue: QueueWorker | None = None
+            if queue:
+                from sitemap_crawl.queue.worker import QueueWorker  # here: the Redis client only in queue runs
+
+                self.queue = QueueWorker(parse_queue_url(queue), normalize, wait)
             self.homepage = parse_homepage(homepage, normalize) if homepage else None
             self.homepages: HomepageList | QueueWorker | None = (
                 HomepageList.from_file(homepages_file, normalize) if homepages_file else self.queue
@@ -252,7 +263,7 @@ class SitemapsSpider(Spider):
         self._readers = SitemapReaders(
             self.limits,
             chunk_size=self.batch_size or 1000,
-            workers=config.parse_workers,
+            workers=config.parse_workers_among(self._crawl_processes(config)),
             worker_min_size=config.parse_worker_min_size,
         )
         self.sitemap_download_maxsize = self.limits.max_size  # SITEMAP_CRAWL_MAX_SIZE or DOWNLOAD_MAXSIZE
@@ -274,7 +285,9 @@ class SitemapsSpider(Spider):
             if shard is not None:
                 self.homepages.shard = shard
         per_host = self.crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
-        self.gate: HostGate[Visit] = HostGate(per_host, self._send)
+        backlog_limit = max(BACKLOG_MIN, 2 * self.crawler.settings.getint("CONCURRENT_REQUESTS"))
+        self.valve: SendValve[Visit] = SendValve(backlog_limit, self._responses_in_process, self._send)
+        self.gate: HostGate[Visit] = HostGate(per_host, self.valve.submit)
         self.sites: dict[str, SiteDiscovery] = {}
         """The sites being mapped, by website URL."""
         self.sites_done = 0
@@ -285,6 +298,13 @@ class SitemapsSpider(Spider):
         self._progress: asyncio.TimerHandle | None = None
         self._progress_interval = self.crawler.settings.getfloat("LOGSTATS_INTERVAL")
         self._progress_last = (time.monotonic(), 0)
+
+    def _crawl_processes(self, config: SettingsReader) -> int:
+        """Crawl processes of this run: several only when a list of homepages is split."""
+        if self.homepages is None or self.queue is not None or type(self).__module__ == "__main__":
+            return 1  # (a spider defined in a script is not run in helper processes)
+        shard = config.shard  # a helper crawl process knows the count from its share
+        return shard.count if shard is not None else config.crawl_processes
 
     def _open_site(self, homepage: str | None, start_urls: list[str]) -> None:
         """Start mapping one site: from its homepage, or from sitemap URLs."""
@@ -410,6 +430,11 @@ class SitemapsSpider(Spider):
         progress = getattr(self, "_progress", None)
         if progress is not None:
             progress.cancel()
+        valve = getattr(self, "valve", None)
+        if valve is not None:
+            valve.close()
+            if valve.times_held:
+                self.crawler.stats.set_value(HELD_STAT, valve.times_held)
         readers = getattr(self, "_readers", None)
         if readers is not None:
             await readers.close()
@@ -428,6 +453,12 @@ class SitemapsSpider(Spider):
         """A sitemap to fetch: sent once its host has fewer than CONCURRENT_REQUESTS_PER_DOMAIN
         sitemap requests in flight."""
         self.gate.submit(host_of(visit.url), visit)
+
+    def _responses_in_process(self) -> int:
+        """Responses downloaded whose callback output is not yet through the item pipelines."""
+        engine = self.crawler.engine
+        slot = engine.scraper.slot if engine is not None else None
+        return len(slot.active) if slot is not None else 0
 
     def _send(self, visit: Visit) -> None:
         engine = self.crawler.engine

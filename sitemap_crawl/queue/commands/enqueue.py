@@ -12,13 +12,11 @@ import argparse
 import asyncio
 import sys
 
-from redis.exceptions import RedisError
 from scrapy.exceptions import UsageError
 
 from sitemap_crawl.arguments import SpiderArgumentError
 from sitemap_crawl.queue.commands import QueueCommand
 from sitemap_crawl.queue.config import QueueConfig, display_url
-from sitemap_crawl.queue.stream import SiteQueue
 from sitemap_crawl.sites.homepages import HomepageList
 
 
@@ -34,6 +32,8 @@ class Command(QueueCommand):
         parser.add_argument("--keep-path", action="store_true", help="queue each URL as given, not its site root")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from redis.exceptions import RedisError  # here: every `scrapy` command loads this module
+
         if len(args) != 1:
             raise UsageError("give one file of homepages, or - for standard input")
         config = self.queue_config(opts)
@@ -57,6 +57,8 @@ class Command(QueueCommand):
 
 
 async def _add(config: QueueConfig, homepages: HomepageList) -> tuple[int, int]:
+    from sitemap_crawl.queue.stream import SiteQueue
+
     queue = SiteQueue(config)
     try:
         return await queue.add(homepages)

@@ -12,11 +12,8 @@ import json
 import sys
 from typing import Any
 
-from redis.exceptions import RedisError
-
 from sitemap_crawl.queue.commands import QueueCommand
 from sitemap_crawl.queue.config import QueueConfig, display_url
-from sitemap_crawl.queue.stream import SiteQueue
 
 DEAD_SHOWN = 5
 """Dead-lettered sites listed (the newest) in the text form; --json lists up to 100."""
@@ -34,6 +31,8 @@ class Command(QueueCommand):
         parser.add_argument("--json", action="store_true", help="one JSON object, for scripts")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from redis.exceptions import RedisError  # here: every `scrapy` command loads this module
+
         config = self.queue_config(opts)
         try:
             status, dead = asyncio.run(_status(config))
@@ -48,6 +47,8 @@ class Command(QueueCommand):
 
 
 async def _status(config: QueueConfig) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    from sitemap_crawl.queue.stream import SiteQueue
+
     queue = SiteQueue(config)
     try:
         status = await queue.status()

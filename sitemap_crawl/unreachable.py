@@ -1,0 +1,37 @@
+"""No retries for a sitemap request whose host cannot be reached at all.
+
+Scrapy's RetryMiddleware retries a failed DNS lookup or a refused connection twice and
+then logs ``Gave up retrying`` as an ERROR: for a mistyped or dead homepage in a list of
+thousands, three requests and an ERROR line per probe, for an answer that does not
+change within a second. The ``sitemaps`` spider reports such a site once, as
+unreachable (a WARNING naming it, the website node's error); this middleware, placed
+just after RetryMiddleware, marks those requests ``dont_retry``. Timeouts and TLS errors
+are still retried (they can be passing trouble).
+"""
+
+from __future__ import annotations
+
+from scrapy import Request
+from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError
+from twisted.internet import error as internet_error
+
+from sitemap_crawl.discovery.site import Visit
+from sitemap_crawl.names import META_KEY
+
+UNREACHABLE_ERRORS = (
+    internet_error.DNSLookupError,
+    CannotResolveHostError,
+    internet_error.ConnectionRefusedError,
+    DownloadConnectionRefusedError,
+)
+"""Download errors that say the host cannot be reached at all."""
+UNREACHABLE_MIDDLEWARE_ORDER = 560
+"""After RetryMiddleware (550): Scrapy calls process_exception from the highest order down."""
+
+
+class UnreachableHostMiddleware:
+    """Marks a sitemap request that failed to reach its host ``dont_retry``."""
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        if isinstance(exception, UNREACHABLE_ERRORS) and isinstance(request.meta.get(META_KEY), Visit):
+            request.meta["dont_retry"] = True
