@@ -277,9 +277,19 @@ class _Handler(BaseHTTPRequestHandler):
         with site._condition:
             in_flight = site.in_flight[host] = site.in_flight.get(host, 0) + 1
             site.most_in_flight[host] = max(site.most_in_flight.get(host, 0), in_flight)
+        self._in_flight_host: str | None = host
         try:
             self._answer_route(route, host, head=head)
         finally:
+            self._answered()
+
+    def _answered(self) -> None:
+        """The request no longer counts as in flight: called just before the response's last
+        bytes go out (once the client has them, it may send the next request at once, before
+        this thread would get round to it)."""
+        host, self._in_flight_host = self._in_flight_host, None
+        if host is not None:
+            site = self.server.site
             with site._condition:
                 site.in_flight[host] -= 1
 
@@ -381,8 +391,11 @@ class _Handler(BaseHTTPRequestHandler):
             if start and interval:
                 time.sleep(interval)
             piece = body[start : start + size]
+            if start + size >= len(body) and not chunked:
+                self._answered()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
         if chunked:
+            self._answered()
             self.wfile.write(b"0\r\n\r\n")
 
 
