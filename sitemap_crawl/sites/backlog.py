@@ -18,8 +18,9 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-RETRY_AFTER = 0.02
-"""Seconds between two looks at the backlog while requests are held back."""
+RETRY_AFTER = 0.002
+"""Seconds between two looks at the backlog while requests are held back (10,000 sites with
+no delay: 254 s with 20 ms, 177 s with 2 ms; the looks cost nothing measurable)."""
 
 
 class SendValve(Generic[T]):
