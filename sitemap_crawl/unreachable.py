@@ -12,19 +12,14 @@ are still retried (they can be passing trouble).
 from __future__ import annotations
 
 from scrapy import Request
-from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError
-from twisted.internet import error as internet_error
 
 from sitemap_crawl.discovery.site import Visit
+from sitemap_crawl.failures import failure_reason
+from sitemap_crawl.kinds import ErrorReason
 from sitemap_crawl.names import META_KEY
 
-UNREACHABLE_ERRORS = (
-    internet_error.DNSLookupError,
-    CannotResolveHostError,
-    internet_error.ConnectionRefusedError,
-    DownloadConnectionRefusedError,
-)
-"""Download errors that say the host cannot be reached at all."""
+NOT_RETRIED = frozenset({ErrorReason.DNS_LOOKUP_FAILED, ErrorReason.CONNECTION_REFUSED})
+"""Failure reasons (sitemap_crawl.failures) that say the host cannot be reached at all."""
 UNREACHABLE_MIDDLEWARE_ORDER = 560
 """After RetryMiddleware (550): Scrapy calls process_exception from the highest order down."""
 
@@ -33,5 +28,5 @@ class UnreachableHostMiddleware:
     """Marks a sitemap request that failed to reach its host ``dont_retry``."""
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        if isinstance(exception, UNREACHABLE_ERRORS) and isinstance(request.meta.get(META_KEY), Visit):
+        if isinstance(request.meta.get(META_KEY), Visit) and failure_reason(exception) in NOT_RETRIED:
             request.meta["dont_retry"] = True
