@@ -224,7 +224,7 @@ class ParseWorker:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 limit=_PIPE_LIMIT,
-                env=_worker_env(),
+                env=child_process_env(),
             )
         except (OSError, RuntimeError, NotImplementedError) as exc:
             self._give_up(f"cannot start: {exc}")
@@ -382,9 +382,10 @@ class SitemapReaders:
             await self.pool.close()
 
 
-def _worker_env() -> dict[str, str]:
-    """The worker imports sitemap_crawl from where this process did: scrapyd, for one, puts
-    the project's egg on sys.path, not on PYTHONPATH, and the worker inherits only the latter."""
+def child_process_env() -> dict[str, str]:
+    """The environment of a child process (a parsing worker, the audit process): it imports
+    sitemap_crawl from where this process did. scrapyd, for one, puts the project's egg on
+    sys.path, not on PYTHONPATH, and a child inherits only the latter."""
     import os
 
     import sitemap_crawl

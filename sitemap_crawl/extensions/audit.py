@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import subprocess
 import sys
 import threading
@@ -32,6 +31,7 @@ from sitemap_crawl.audit.crawl_audit import ResponseFacts
 from sitemap_crawl.audit.process import AUDIT_MODULE, CALL, DONE, FINISH, OPEN, RESPONSE
 from sitemap_crawl.discovery.site import Visit
 from sitemap_crawl.names import AUDIT_ENCODING_META_KEY, AUDIT_PAUSED_STAT, AUDIT_STAT, META_KEY
+from sitemap_crawl.offload import child_process_env
 from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.parsing.worker_protocol import encode_frame, read_frame
 from sitemap_crawl.signals import site_finished, site_tree
@@ -208,7 +208,7 @@ class SitemapAuditExtension:
                 [sys.executable, "-m", AUDIT_MODULE],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env=_process_env(),
+                env=child_process_env(),
             )
             self._reader = threading.Thread(target=self._read_answers, name="sitemap-audit-answers", daemon=True)
             self._reader.start()
@@ -240,13 +240,3 @@ class SitemapAuditExtension:
         from twisted.internet import reactor  # here: importing it at module level would install one
 
         reactor.callFromThread(function, *args)
-
-
-def _process_env() -> dict[str, str]:
-    """The audit process imports sitemap_crawl from where this process did (as the parse workers)."""
-    import sitemap_crawl
-
-    here = os.path.dirname(os.path.dirname(os.path.abspath(sitemap_crawl.__file__)))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
-    return env
