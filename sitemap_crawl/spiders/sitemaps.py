@@ -260,10 +260,11 @@ class SitemapsSpider(Spider):
         # use_known_paths=false turns the standard list off; paths asked for by name are still probed
         self.known_paths = (config.known_paths if self.use_known_paths else []) + self.extra_known_paths
 
+        share = self._share(config) if self.homepages is not None else None
         self._readers = SitemapReaders(
             self.limits,
             chunk_size=self.batch_size or 1000,
-            workers=config.parse_workers_among(self._crawl_processes(config)),
+            workers=config.parse_workers_among(share.count if share is not None else 1),
             worker_min_size=config.parse_worker_min_size,
         )
         self.sitemap_download_maxsize = self.limits.max_size  # SITEMAP_CRAWL_MAX_SIZE or DOWNLOAD_MAXSIZE
@@ -273,17 +274,11 @@ class SitemapsSpider(Spider):
             max_depth=self.max_depth,
         )
         self.concurrent_sites = config.concurrent_sites
-        if self.homepages is not None:
-            shard = config.shard
-            count = 1 if self.queue is not None else config.crawl_processes  # a queue worker is one process
-            if self.queue is not None and config.crawl_processes > 1 and self.settings.get("SITEMAP_CRAWL_PROCESSES"):
-                logger.info("A queue worker is one crawl process (SITEMAP_CRAWL_PROCESSES is not used): start more")
-            spider_path = f"{type(self).__module__}.{type(self).__qualname__}"
-            if shard is None and count > 1 and type(self).__module__ != "__main__":
-                shard = Shard(0, count)
-                self.helpers = HelperProcesses(self.crawler, spider_path, self.arguments, count)
-            if shard is not None:
-                self.homepages.shard = shard
+        if self.homepages is not None and share is not None:
+            if config.shard is None:  # the first process of a split run starts the others
+                spider_path = f"{type(self).__module__}.{type(self).__qualname__}"
+                self.helpers = HelperProcesses(self.crawler, spider_path, self.arguments, share.count)
+            self.homepages.shard = share
         per_host = self.crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         backlog_limit = max(BACKLOG_MIN, 2 * self.crawler.settings.getint("CONCURRENT_REQUESTS"))
         self.valve: SendValve[Visit] = SendValve(backlog_limit, self._responses_in_process, self._send)
@@ -299,12 +294,17 @@ class SitemapsSpider(Spider):
         self._progress_interval = self.crawler.settings.getfloat("LOGSTATS_INTERVAL")
         self._progress_last = (time.monotonic(), 0)
 
-    def _crawl_processes(self, config: SettingsReader) -> int:
-        """Crawl processes of this run: several only when a list of homepages is split."""
-        if self.homepages is None or self.queue is not None or type(self).__module__ == "__main__":
-            return 1  # (a spider defined in a script is not run in helper processes)
-        shard = config.shard  # a helper crawl process knows the count from its share
-        return shard.count if shard is not None else config.crawl_processes
+    def _share(self, config: SettingsReader) -> Shard | None:
+        """The share of the homepages this crawl process maps: a helper's own, the first of a
+        run split across SITEMAP_CRAWL_PROCESSES, or None (all of them, in this process)."""
+        if config.shard is not None:
+            return config.shard
+        count = 1 if self.queue is not None else config.crawl_processes  # a queue worker is one process
+        if self.queue is not None and config.crawl_processes > 1 and self.settings.get("SITEMAP_CRAWL_PROCESSES"):
+            logger.info("A queue worker is one crawl process (SITEMAP_CRAWL_PROCESSES is not used): start more")
+        if count > 1 and type(self).__module__ != "__main__":  # a spider defined in a script has no helpers
+            return Shard(0, count)
+        return None
 
     def _open_site(self, homepage: str | None, start_urls: list[str]) -> None:
         """Start mapping one site: from its homepage, or from sitemap URLs."""
