@@ -9,16 +9,26 @@ import gzip
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from operator import attrgetter
 from urllib.parse import urljoin, urlsplit
 
 from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.discovery import RobotsRules, SitemapDeclarations, check_robots
 from sitemap_crawl.audit.finding import Finding
-from sitemap_crawl.audit.hashset import HashSet, url_hash
-from sitemap_crawl.audit.location import SitemapPlace, check_url
+from sitemap_crawl.audit.hashset import HashSet, url_hash, url_hashes
+from sitemap_crawl.audit.location import SitemapPlace, check_url, check_urls
 from sitemap_crawl.audit.rules import Rule
-from sitemap_crawl.audit.scan import INDEX, SITEMAP_NAMESPACE, URLSET, SitemapFacts, body_bytes, is_utf8, scan
-from sitemap_crawl.audit.values import check_entry, check_lastmod, lastmod_period_end, parse_w3c
+from sitemap_crawl.audit.scan import (
+    INDEX,
+    SITEMAP_NAMESPACE,
+    URLSET,
+    RawEntry,
+    SitemapFacts,
+    body_bytes,
+    is_utf8,
+    scan_batches,
+)
+from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_lastmod, lastmod_period_end, parse_w3c
 from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body
 
 SITE_PAGE_LIMIT = 5_000_000
@@ -35,14 +45,11 @@ _FEEDS = ("rss", "feed")
 _XML_OR_TEXT = ("text/xml", "application/xml", "text/plain")
 
 
-def _zone(text: str) -> str:
-    return text[-1:] if text.endswith("Z") else text[-6:] if len(text) > 10 else ""
-
-
-def _not_after(text: str, newest: str) -> bool:
-    """True when ``text`` is surely not after ``newest`` without parsing either: the same
-    form (length and zone) compares as strings (most lastmods of a sitemap share a form)."""
-    return len(text) == len(newest) and text <= newest and _zone(text) == _zone(newest)
+_LOC = attrgetter("loc")
+_RULE = attrgetter("rule")
+_NEWS_DATES = attrgetter("news_dates")
+IN_SITEMAP_LIMIT = 2 * rules.MAX_URLS
+"""Pages remembered per sitemap for ``duplicate-in-sitemap``."""
 
 
 class SiteAudit:
@@ -103,38 +110,26 @@ class SiteAudit:
         """
         facts = SitemapFacts()
         place = SitemapPlace(sitemap_url)
-        in_sitemap = HashSet(2 * rules.MAX_URLS)
+        in_sitemap: set[int] = set()
         robots = self._page_robots(place)
         news = 0
-        newest: tuple[str, datetime] | None = None
-        for entry in scan(body, facts):
-            loc = entry.loc
-            if loc is None:
-                continue
-            yield from self._location(loc, place, cross_hosts)
+        lastmods = LastmodSummary(self.months)
+        for batch in scan_batches(body, facts):
+            entries = [entry for entry in batch if entry.loc is not None]
             if facts.root == URLSET:
-                yield from self._duplicates(loc, sitemap_url, in_sitemap)
-                for rule, detail in check_entry(entry, self.now):
-                    yield self.finding(rule, sitemap_url, loc, detail)
-                news += bool(entry.news_dates)
-                if entry.lastmod and len(entry.lastmod) >= 7 and entry.lastmod[4] == "-":
-                    self.months[entry.lastmod[:7]] += 1
-                    if newest is None or not _not_after(entry.lastmod, newest[0]):
-                        value = parse_w3c(entry.lastmod)
-                        if value is not None and (newest is None or value > newest[1]) and value <= self.now:
-                            newest = (entry.lastmod, value)
-                if entry.hreflangs:
-                    self._remember_alternates(sitemap_url, loc, entry.hreflangs)
-                if robots is not None and loc.startswith(robots[0]) and robots[1].disallows(loc):
-                    yield self.finding(
-                        rules.PAGE_DISALLOWED, sitemap_url, loc, f"disallowed for {robots[1].user_agent!r}"
-                    )
-            elif facts.root == INDEX:
+                yield from self._pages(entries, place, cross_hosts, in_sitemap, robots, lastmods)
+                news += sum(map(bool, map(_NEWS_DATES, entries)))
+                continue
+            for entry in entries:
+                loc = entry.loc
+                assert loc is not None
+                yield from self._location(loc, place, cross_hosts)
                 self.parents.setdefault(urljoin(sitemap_url, loc), sitemap_url)
-            if facts.root == INDEX and entry.lastmod is not None:
-                for rule, detail in check_lastmod(entry.lastmod, self.now):
-                    yield self.finding(rule, sitemap_url, loc, detail)
-                yield from self._index_lastmod(sitemap_url, urljoin(sitemap_url, loc), entry.lastmod)
+                if entry.lastmod is not None:
+                    for rule, detail in check_lastmod(entry.lastmod, self.now):
+                        yield self.finding(rule, sitemap_url, loc, detail)
+                    yield from self._index_lastmod(sitemap_url, urljoin(sitemap_url, loc), entry.lastmod)
+        newest = lastmods.newest
         if facts.root is None and facts.error is None:
             yield from self._text_sitemap(body_bytes(body), sitemap_url, place, cross_hosts)
             return
@@ -221,6 +216,71 @@ class SiteAudit:
                 yield self.finding(
                     rules.HREFLANG_NOT_RECIPROCAL, sitemap_url, page, f"alternate {alternate} does not list it back"
                 )
+
+    def _pages(
+        self,
+        entries: list[RawEntry],
+        place: SitemapPlace,
+        cross_hosts: frozenset[str],
+        in_sitemap: set[int],
+        robots: tuple[str, RobotsRules] | None,
+        lastmods: LastmodSummary,
+    ) -> list[Finding]:
+        """The findings of a batch of <url> entries (each with a loc), rule after rule."""
+        sitemap_url = place.url
+        locs: list[str] = list(map(_LOC, entries))
+        broken: list[tuple[int, Rule, str]] = []
+        for position, rule, detail in check_urls(locs, place, cross_hosts):
+            if rule is rules.OTHER_HOST:
+                other = self._other_host(locs[position], sitemap_url, detail)
+                if other is None:
+                    continue
+                detail = other
+            broken.append((position, rule, detail))
+        broken += self._duplicate_pages(locs, in_sitemap)
+        broken += check_entries(entries, self.now, lastmods)
+        for entry in entries:
+            if entry.hreflangs:
+                assert entry.loc is not None
+                self._remember_alternates(sitemap_url, entry.loc, entry.hreflangs)
+        if robots is not None:
+            disallowed = robots[1].disallowed(locs, robots[0][:-1])
+            detail = f"disallowed for {robots[1].user_agent!r}"
+            broken += [(position, rules.PAGE_DISALLOWED, detail) for position in disallowed]
+        if not broken:
+            return []
+        website = self.website
+        found = [
+            Finding(website, sitemap_url, locs[position], rule.id, rule.severity.value, detail)
+            for position, rule, detail in broken
+        ]
+        self.counts.update(map(_RULE, found))
+        return found
+
+    def _duplicate_pages(self, locs: list[str], in_sitemap: set[int]) -> list[tuple[int, Rule, str]]:
+        """``duplicate-in-sitemap`` and ``duplicate-across-sitemaps`` of a batch of page URLs."""
+        keys = url_hashes(locs)
+        distinct = set(keys)
+        room = len(in_sitemap) + len(keys) <= IN_SITEMAP_LIMIT
+        if len(distinct) == len(keys) and room and in_sitemap.isdisjoint(distinct):
+            in_sitemap |= distinct
+            new = keys
+            positions: list[int] | range = range(len(keys))
+            broken: list[tuple[int, Rule, str]] = []
+        else:  # a page listed twice in the sitemap (or the sitemap's set is full): one at a time
+            broken, positions = [], []
+            for position, key in enumerate(keys):
+                if key in in_sitemap:
+                    broken.append((position, rules.DUPLICATE_IN_SITEMAP, "listed again in this sitemap"))
+                    continue
+                if len(in_sitemap) < IN_SITEMAP_LIMIT:
+                    in_sitemap.add(key)
+                positions.append(position)
+            new = [keys[position] for position in positions]
+        detail = "also listed by another sitemap of the site"
+        held = self._site_pages.add_many(new)
+        broken += [(positions[index], rules.DUPLICATE_ACROSS_SITEMAPS, detail) for index in held]
+        return broken
 
     def _location(self, loc: str, place: SitemapPlace, cross_hosts: frozenset[str]) -> Iterator[Finding]:
         for rule, detail in check_url(loc, place, cross_hosts):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from operator import attrgetter
 from typing import IO, Any, NamedTuple
 
 from sitemap_crawl.audit.auditor import SiteAudit
@@ -27,15 +28,22 @@ def _json(value: str | None) -> str:
     return "null" if value is None else _JSON_STRING(value)
 
 
-def json_line(finding: Finding) -> str:
-    """``json.dumps(finding.to_dict(), ensure_ascii=False)`` and a newline, built directly."""
-    return (
-        f'{{"website": {_json(finding.website)}, "sitemap_url": {_JSON_STRING(finding.sitemap_url)}, '
-        f'"url": {_json(finding.url)}, "rule": {_JSON_STRING(finding.rule)}, '
-        f'"severity": {_JSON_STRING(finding.severity)}, "detail": {_JSON_STRING(finding.detail)}}}\n'
-    )
+def json_lines(found: list[Finding]) -> str:
+    """The findings as JSON lines: ``json.dumps(finding.to_dict(), ensure_ascii=False)`` and a
+    newline each, built directly (the strings findings share encoded once)."""
+    places: dict[str | None, str] = {}
+    kinds: dict[str, str] = {}
+    lines = []
+    for website, sitemap_url, url, rule, severity, detail in found:
+        site = places.get(website) or places.setdefault(website, _json(website))
+        where = places.get(sitemap_url) or places.setdefault(sitemap_url, _json(sitemap_url))
+        what = kinds.get(rule) or kinds.setdefault(rule, f'"rule": {_json(rule)}, "severity": {_json(severity)}')
+        text = _JSON_STRING(detail)
+        lines.append(f'{{"website": {site}, "sitemap_url": {where}, "url": {_json(url)}, {what}, "detail": {text}}}\n')
+    return "".join(lines)
 
 
+_RULE = attrgetter("rule")
 _WRITE_BATCH = 1000
 
 
@@ -126,14 +134,13 @@ class CrawlAudit:
         return counts
 
     def _write(self, found: list[Finding], counts: Counter[str]) -> None:
-        counts.update(f.rule for f in found)
+        counts.update(map(_RULE, found))
         if self.report is not None:
-            for finding in found:
-                self.report.add_finding(finding)
+            self.report.add_findings(found)
         if self.path is not None and self._file is None:
             self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (closed by finish)
         if self._file is not None:
-            self._file.write("".join(map(json_line, found)))
+            self._file.write(json_lines(found))
 
     def finish(self) -> Counter[str]:
         """Forget every site left (their end findings), close the findings file (an empty one

@@ -17,6 +17,12 @@ DECLARATION_LIMIT = 1_000_000
 """(host, sitemap) pairs, and hosts, remembered for cross-submission (8 to 16 bytes each)."""
 
 _DISALLOW_LINE = re.compile(r"^[\s\ufeff]*disallow\s*:[ \t]*[^\s#]", re.IGNORECASE | re.MULTILINE)
+_NOT_A_PATH_LINE = re.compile(r"[\s\ufeff]*(user|crawl|request|visit|host|site)", re.IGNORECASE)
+"""Lines whose value is no path pattern (user agent, delays, host, sitemaps)."""
+_USER_AGENT_LINE = re.compile(r"[\s\ufeff]*user[-\s]?agent\s*:?(.*)", re.IGNORECASE)
+_LITERAL = re.compile(r"[^*$%\x00-\x20\x7f-\U0010ffff]*")
+"""The part of a pattern matched as written (before a wildcard, an anchor, an escape or a
+character Protego would escape)."""
 _SITEMAP_LINE = re.compile(r"^[\s\ufeff]*site-?maps?\s*:[\s\xa0\u200b\ufeffÂ]*(\S*)", re.IGNORECASE)
 
 
@@ -52,15 +58,67 @@ class RobotsRules:
         self.user_agent = user_agent
         self.disallows_any = _DISALLOW_LINE.search(text) is not None
         """False when no Disallow: line has a value: nothing is disallowed (pages need no check)."""
+        self.prefixes = _pattern_prefixes(text, user_agent)
+        """Paths every URL the rules could disallow starts with (None: any URL could be)."""
 
     def disallows(self, url: str) -> bool:
         """Whether the crawl's user agent may not fetch ``url``."""
         return not self._parser.can_fetch(url, self.user_agent)
 
+    def disallowed(self, urls: list[str], origin: str) -> list[int]:
+        """The positions of the ``urls`` (all on ``origin``, ``scheme://netloc``) that are
+        disallowed. Only URLs that start with one of :attr:`prefixes`, or that Protego would
+        re-escape (``%``, characters beyond ASCII), are asked of Protego."""
+        if self.prefixes is None or any(not url.isascii() or "%" in url for url in urls):
+            candidates: Iterable[int] = range(len(urls))
+        else:
+            starts = tuple(origin + prefix for prefix in self.prefixes)
+            candidates = [position for position, url in enumerate(urls) if url.startswith(starts)]
+        return [position for position in candidates if self.disallows(urls[position])]
+
     def check(self, url: str) -> Iterator[tuple[Rule, str]]:
         """``sitemap-disallowed`` when ``url`` is disallowed."""
         if self.disallows(url):
             yield rules.SITEMAP_DISALLOWED, f"robots.txt disallows it for {self.user_agent!r}"
+
+
+def _pattern_prefixes(text: str, user_agent: str) -> tuple[str, ...] | None:
+    """The literal start of every value that could be an Allow or Disallow pattern for
+    ``user_agent``, or None when one could match any path.
+
+    A superset of what Protego applies: the lines of every group naming ``*`` or a part
+    of ``user_agent`` (and any before the first group), in any spelling Protego accepts
+    (every line but those naming user agents, delays, hosts and sitemaps).
+    """
+    agent = user_agent.strip().lower()
+    prefixes: set[str] = set()
+    applies = True  # lines before any User-agent: line count too
+    in_agents = False
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        named = _USER_AGENT_LINE.match(line)
+        if named is not None:
+            if not in_agents:
+                applies, in_agents = False, True
+            value = named.group(1).strip().lower()
+            applies = applies or not value or value == "*" or value in agent
+            continue
+        in_agents = False
+        if not applies or _NOT_A_PATH_LINE.match(line):
+            continue
+        _field, separator, value = line.partition(":")
+        for token in value.split() if separator else line.split()[1:]:
+            if token.lower().startswith(("http://", "https://")):
+                slash = token.find("/", token.find("//") + 2)
+                token = token[slash:] if slash >= 0 else "/"
+            literal = _LITERAL.match(token)
+            prefix = literal.group() if literal else ""
+            if not prefix.startswith("/") or prefix == "/":
+                return None
+            prefixes.add(prefix)
+    return tuple(sorted(prefixes))
 
 
 class SitemapDeclarations:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One broken rule: where (site, sitemap, page or child sitemap) and why."""
+class Finding(NamedTuple):
+    """One broken rule: where (site, sitemap, page or child sitemap) and why.
+
+    A named tuple: an audit may make one for most pages of a site, and a tuple is made
+    several times faster than a frozen dataclass."""
 
     website: str | None
     sitemap_url: str

@@ -2,21 +2,31 @@
 
 A Python set of 5 million strings costs gigabytes; this open-addressing table in an
 ``array('Q')`` costs 16 bytes a URL at most (load factor one half). Two different URLs
-sharing a 64-bit BLAKE2b hash is the only way to be wrong (about one in 10^6 at 5M URLs).
+sharing a 64-bit hash is the only way to be wrong (about one in 10^6 at 5M URLs).
+
+The hash is the interpreter's own string hash (SipHash, 64 bits; computed in C and
+cached in the string): it differs from one process to the next, so a set is only ever
+filled and asked in one process (the audit's).
 """
 
 from __future__ import annotations
 
 from array import array
-from hashlib import blake2b
+from collections.abc import Iterable
 
 _EMPTY = 0
+_MASK = (1 << 64) - 1
 
 
 def url_hash(url: str) -> int:
-    """A non-zero 64-bit hash of ``url``."""
-    value = int.from_bytes(blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
-    return value or 1
+    """A non-zero 64-bit hash of ``url`` (the same for the same string in this process)."""
+    return hash(url) & _MASK or 1
+
+
+def url_hashes(urls: Iterable[str]) -> list[int]:
+    """:func:`url_hash` of each URL."""
+    mask = _MASK
+    return [value & mask or 1 for value in map(hash, urls)]
 
 
 class HashSet:
@@ -50,6 +60,29 @@ class HashSet:
         if self.count * 2 > len(slots):
             self._grow()
         return False
+
+    def add_many(self, values: list[int]) -> list[int]:
+        """Add each of ``values``; the positions (in ``values``) of those already there."""
+        held: list[int] = []
+        slots, mask = self._slots, self._mask
+        for position, value in enumerate(values):
+            index = value & mask
+            while True:
+                current = slots[index]
+                if current == value:
+                    held.append(position)
+                    break
+                if current == _EMPTY:
+                    if self.count >= self.capacity:
+                        break
+                    slots[index] = value
+                    self.count += 1
+                    if self.count * 2 > len(slots):
+                        self._grow()
+                        slots, mask = self._slots, self._mask
+                    break
+                index = (index + 1) & mask
+        return held
 
     def _slot_of(self, value: int) -> int:
         """The slot holding ``value``, or the empty slot where it would go (linear probing)."""

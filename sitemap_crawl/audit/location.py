@@ -10,6 +10,8 @@ from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.rules import Rule
 
 _MUST_ESCAPE = re.compile(r"[\x00-\x20\x7f\"<>\\^`{|}]|[^\x00-\x7f]")
+_MUST_ESCAPE_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x20\x7f\"<>\\^`{|}]|[^\x00-\x7f]")
+""":data:`_MUST_ESCAPE` but for the newline (that joins the URLs of a batch)."""
 
 
 class SitemapPlace:
@@ -59,6 +61,44 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
         yield rules.MIXED_SCHEME, f"{scheme} page in an {place.scheme} sitemap"
     elif not (parts.path or "/").startswith(place.directory):
         yield rules.OUTSIDE_DIRECTORY, f"path {parts.path[:200]} is outside {place.directory}"
+
+
+def check_urls(
+    urls: list[str], place: SitemapPlace, cross_hosts: frozenset[str] = frozenset()
+) -> list[tuple[int, Rule, str]]:
+    """:func:`check_url` of each of ``urls``: (position, rule, detail) of each rule broken.
+
+    A batch whose URLs are all short, free of fragments and of characters to escape (one
+    search over them joined) needs one test a URL: does it start with the sitemap's
+    origin and directory. Only the URLs that do not are looked at one by one.
+    """
+    origin = place.origin
+    joined = "\n".join(urls)
+    if (
+        origin is None
+        or not urls
+        or max(map(len, urls)) > rules.MAX_URL_LENGTH
+        or "#" in joined
+        or joined.count("\n") != len(urls) - 1
+        or _MUST_ESCAPE_BUT_NEWLINE.search(joined)
+    ):
+        return [
+            (position, *broken) for position, url in enumerate(urls) for broken in check_url(url, place, cross_hosts)
+        ]
+    inside = origin + place.directory
+    same_origin = origin + "/"
+    found: list[tuple[int, Rule, str]] = []
+    for position, url in enumerate(urls):
+        if url.startswith(inside):
+            continue
+        if url.startswith(same_origin):  # on the sitemap's scheme and host, outside its directory
+            rest = url[len(origin) :]
+            query = rest.find("?")
+            path = rest if query < 0 else rest[:query]
+            found.append((position, rules.OUTSIDE_DIRECTORY, f"path {path[:200]} is outside {place.directory}"))
+        else:
+            found.extend((position, *broken) for broken in check_url(url, place, cross_hosts))
+    return found
 
 
 def _same_origin_path(url: str, place: SitemapPlace) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from html import escape
+from operator import itemgetter
 
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report_tree import (
@@ -29,6 +30,9 @@ from sitemap_crawl.audit.rules import REDIRECTED, RULES_BY_ID
 from sitemap_crawl.tree import TreeNode
 
 EXAMPLES_PER_RULE = 3
+_WHERE = itemgetter(0, 1, 3)
+"""(website, sitemap_url, rule) of a Finding."""
+_SITE_RULE = itemgetter(0, 3)
 SITEMAPS_PER_SITE = 100
 
 _CSS = """
@@ -82,18 +86,39 @@ class Report:
 
     def add_finding(self, finding: Finding) -> None:
         """Count a finding; keep it as an example if its rule has few yet."""
-        summary = self.site(finding.website or "")
-        summary.counts[finding.rule] += 1
-        examples = summary.examples.setdefault(finding.rule, [])
-        if len(examples) < EXAMPLES_PER_RULE:
-            examples.append(finding)
-        if finding.rule == REDIRECTED.id and finding.url:
-            summary.redirects[finding.url] = finding.sitemap_url
-        if summary.tree is None:
-            summary.pending.setdefault(finding.sitemap_url, Counter())[finding.rule] += 1
-        else:
-            node = summary.nodes.get(summary.redirects.get(finding.sitemap_url, finding.sitemap_url), summary.tree)
-            node.add_finding(finding.rule)
+        self.add_findings([finding])
+
+    def add_findings(self, found: list[Finding]) -> None:
+        """:meth:`add_finding` of each (counted by site, sitemap and rule; a sitemap with a
+        finding on every page costs one count, not one per page)."""
+        wanted = {key for key in set(map(_SITE_RULE, found)) if self._wants(*key)}
+        for finding in found if wanted else ():  # examples, and the redirects the tree is told of
+            key = (finding.website, finding.rule)
+            if key not in wanted:
+                continue
+            summary = self.site(finding.website or "")
+            if finding.rule == REDIRECTED.id and finding.url:
+                summary.redirects[finding.url] = finding.sitemap_url
+            examples = summary.examples.setdefault(finding.rule, [])
+            if len(examples) < EXAMPLES_PER_RULE:
+                examples.append(finding)
+            elif not self._wants(*key):
+                wanted.discard(key)
+                if not wanted:
+                    break
+        for (website, sitemap_url, rule), count in Counter(map(_WHERE, found)).items():
+            summary = self.site(website or "")
+            summary.counts[rule] += count
+            if summary.tree is None:
+                summary.pending.setdefault(sitemap_url, Counter())[rule] += count
+            else:
+                node = summary.nodes.get(summary.redirects.get(sitemap_url, sitemap_url), summary.tree)
+                node.add_finding(rule, count)
+
+    def _wants(self, website: str | None, rule: str) -> bool:
+        """Whether findings of ``rule`` on ``website`` are still looked at one by one (for
+        examples; redirects always, the tree needs them)."""
+        return rule == REDIRECTED.id or len(self.site(website or "").examples.get(rule, ())) < EXAMPLES_PER_RULE
 
     def add_tree(self, website: str, root: TreeNode) -> None:
         """Fold a finished site's tree (and the findings counted so far) into its summary."""

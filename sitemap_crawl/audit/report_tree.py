@@ -63,12 +63,12 @@ class NodeSummary:
     """Findings of all the nodes below it (hidden nodes included)."""
     parent: NodeSummary | None = field(default=None, repr=False)
 
-    def add_finding(self, rule_id: str) -> None:
-        """Count a finding that came after the tree was folded (its ancestors count it below)."""
-        self.findings[rule_id] += 1
+    def add_finding(self, rule_id: str, count: int = 1) -> None:
+        """Count ``count`` findings that came after the tree was folded (its ancestors count them below)."""
+        self.findings[rule_id] += count
         above = self.parent
         while above is not None:
-            above.below += 1
+            above.below += count
             above = above.parent
 
 

@@ -107,6 +107,13 @@ def scan(body: Body, facts: SitemapFacts) -> Iterator[RawEntry]:
     A body that is not XML yields nothing (``facts.root`` stays None). A document
     that breaks off or is not well-formed sets ``facts.error``.
     """
+    for batch in scan_batches(body, facts):
+        yield from batch
+
+
+def scan_batches(body: Body, facts: SitemapFacts) -> Iterator[list[RawEntry]]:
+    """:func:`scan`, the entries in lists (those read from one piece of the body): the
+    audit checks a list at a time."""
     reader = _EntryReader(facts)
     first = True
     utf8: codecs.IncrementalDecoder | None = None
@@ -124,10 +131,14 @@ def scan(body: Body, facts: SitemapFacts) -> Iterator[RawEntry]:
             if utf8 is not None:
                 utf8 = _check_utf8(utf8, chunk, offset, facts)
                 offset += len(chunk)
-            yield from reader.feed(chunk)
+            for batch in reader.feed(chunk):
+                if batch:
+                    yield batch
         if utf8 is not None:
             _check_utf8(utf8, b"", offset, facts, final=True)
-        yield from reader.close()
+        batch = reader.close()
+        if batch:
+            yield batch
     except etree.XMLSyntaxError as exc:
         facts.error = f"not well-formed XML: {exc}"
     except StreamError as exc:
@@ -167,27 +178,28 @@ class _EntryReader:
         self._main: etree.XMLPullParser | None = None
         self._entry_tag: str | None = None
 
-    def feed(self, chunk: bytes) -> Iterator[RawEntry]:
+    def feed(self, chunk: bytes) -> list[list[RawEntry]]:
+        """The entries the chunk completes (in one list, or several when held chunks are fed)."""
         if self._main is None:
             self._held.append(chunk)
             if not self._find_root(chunk):
-                return
+                return []
             self._start_main()
             held, self._held = self._held, []
-            for data in held:
-                yield from self._feed_main(data)
-        else:
-            yield from self._feed_main(chunk)
+            return [self._feed_main(data) for data in held]
+        return [self._feed_main(chunk)]
 
-    def close(self) -> Iterator[RawEntry]:
+    def close(self) -> list[RawEntry]:
+        """The entries left once the body is all fed."""
+        entries: list[RawEntry] = []
         if self._main is None:  # no root seen (an empty or broken document): the main parser says why
             self._start_main()
             held, self._held = self._held, []
             for data in held:
-                yield from self._feed_main(data)
+                entries += self._feed_main(data)
         assert self._main is not None
         self._main.close()
-        yield from self._read()
+        return entries + self._read()
 
     def _find_root(self, chunk: bytes) -> bool:
         finder = self._finder
@@ -214,12 +226,12 @@ class _EntryReader:
         else:
             self._main = _parser(("end",), "{*}" + self._entry_tag)
 
-    def _feed_main(self, data: bytes) -> Iterator[RawEntry]:
+    def _feed_main(self, data: bytes) -> list[RawEntry]:
         assert self._main is not None
         self._main.feed(data)
-        yield from self._read()
+        return self._read()
 
-    def _read(self) -> Iterator[RawEntry]:
+    def _read(self) -> list[RawEntry]:
         assert self._main is not None
         entries: list[RawEntry] = []
         last: Any = None
@@ -236,7 +248,7 @@ class _EntryReader:
             self.facts.entry_count += len(entries)
             parent = last.getparent()
             del parent[: parent.index(last) + 1]  # free the entries read (and what came between)
-        yield from entries
+        return entries
 
 
 _ROOT_STEP = 4096

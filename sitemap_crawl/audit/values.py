@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from operator import attrgetter, itemgetter
 
 from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.rules import Rule
@@ -14,6 +16,12 @@ from sitemap_crawl.parsing.fields import CHANGE_FREQUENCIES
 # W3C Datetime (https://www.w3.org/TR/NOTE-datetime): YYYY, YYYY-MM, YYYY-MM-DD, or a
 # date and a time (hh:mm, hh:mm:ss, hh:mm:ss.s) with a zone designator (Z or +hh:mm)
 _W3C_DATETIME = re.compile(r"\d{4}(-\d{2}(-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?)?)?")
+_W3C_STRICT = (
+    r"\d{4}(-(0[1-9]|1[0-2])(-\d{2}(T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))?)?)?"
+)
+_W3C_LINES = re.compile(rf"(?:{_W3C_STRICT}\n)*{_W3C_STRICT}")
+"""W3C Datetimes whose time and zone are in range, one a line (a batch's lastmods joined):
+with their days (:func:`_days_exist`), what :func:`parse_w3c` accepts."""
 _HREFLANG = re.compile(r"(?i)x-default|[a-z]{2,3}(-[a-z]{4})?(-([a-z]{2}|\d{3}))?")
 _FUTURE_SLACK = timedelta(days=1)  # time zones and clocks: a day ahead is not "the future"
 NEWS_MAX_AGE = timedelta(days=2)
@@ -65,6 +73,11 @@ def check_entry(entry: RawEntry, now: datetime) -> Iterator[tuple[Rule, str]]:
             yield rules.PRIORITY_RANGE, f"priority {entry.priority[:50]!r}"
     if entry.changefreq is not None and entry.changefreq not in CHANGE_FREQUENCIES:
         yield rules.CHANGEFREQ_VALUE, f"changefreq {entry.changefreq[:50]!r}"
+    yield from _check_extras(entry, now)
+
+
+def _check_extras(entry: RawEntry, now: datetime) -> Iterator[tuple[Rule, str]]:
+    """The rules of an entry's news dates, images and hreflangs."""
     for text in entry.news_dates:
         published = parse_w3c(text)
         if published is None:
@@ -76,3 +89,123 @@ def check_entry(entry: RawEntry, now: datetime) -> Iterator[tuple[Rule, str]]:
     for hreflang, _href in entry.hreflangs:
         if hreflang is None or not _HREFLANG.fullmatch(hreflang):
             yield rules.HREFLANG_VALUE, f"hreflang {hreflang!r}"
+
+
+_LASTMOD = attrgetter("lastmod")
+_PRIORITY = attrgetter("priority")
+_CHANGEFREQ = attrgetter("changefreq")
+
+
+class LastmodSummary:
+    """What the page lastmods of a sitemap add up to: count by month, the newest (not in the future)."""
+
+    __slots__ = ("months", "newest")
+
+    def __init__(self, months: Counter[str]) -> None:
+        self.months = months
+        self.newest: tuple[str, datetime] | None = None
+
+    def add(self, text: str, value: datetime | None, now: datetime) -> None:
+        """One lastmod (its value: None if it is no W3C Datetime) counts."""
+        if len(text) >= 7 and text[4] == "-":
+            self.months[text[:7]] += 1
+            self._newer(text, value, now)
+
+    def _newer(self, text: str, value: datetime | None, now: datetime) -> None:
+        if value is not None and value <= now and (self.newest is None or value > self.newest[1]):
+            self.newest = (text, value)
+
+
+def check_entries(entries: list[RawEntry], now: datetime, lastmods: LastmodSummary) -> list[tuple[int, Rule, str]]:
+    """:func:`check_entry` of each <url> entry: (position, rule, detail); their lastmods go to ``lastmods``.
+
+    A batch whose lastmods are all W3C Datetimes of one form (one regular expression over
+    them joined; the newest then compares as text), whose priorities and changefreqs take
+    few distinct values and are all valid, is checked without a look at each entry; the
+    news, images and hreflangs of the entries that have some are.
+    """
+    texts = list(map(_LASTMOD, entries))
+    if None in texts:
+        texts = [text for text in texts if text is not None]
+    priorities = set(map(_PRIORITY, entries))
+    priorities.discard(None)
+    changefreqs = set(map(_CHANGEFREQ, entries))
+    changefreqs.discard(None)
+    if (
+        (texts and not (_W3C_LINES.fullmatch("\n".join(texts)) and _days_exist(texts)))
+        or not changefreqs <= CHANGE_FREQUENCIES
+        or not all(_priority_ok(text) for text in priorities)
+    ):
+        return _check_each(entries, now, lastmods)
+    dated = texts if not texts or min(map(len, texts)) >= 7 else [text for text in texts if len(text) >= 7]
+    newest = _newest(dated)
+    if newest is not None and newest[1] > now:  # in the future (or nearly): each is looked at
+        return _check_each(entries, now, lastmods)
+    if dated:  # "YYYY-MM..." (a year alone counts for neither)
+        lastmods.months.update(map(_MONTH, dated))
+        assert newest is not None
+        lastmods._newer(*newest, now)
+    return [
+        (position, *broken)
+        for position, entry in enumerate(entries)
+        if entry.news_dates or entry.image_count > rules.MAX_IMAGES or entry.hreflangs
+        for broken in _check_extras(entry, now)
+    ]
+
+
+def _newest(texts: list[str]) -> tuple[str, datetime] | None:
+    """The newest of valid W3C Datetimes (each at least a month), with its instant; None if none.
+
+    Parses few: all of one form (length and zone) compare as text; otherwise only those
+    within three days of the latest date as written can be the newest (a zone offset
+    moves an instant by less than a day).
+    """
+    if not texts:
+        return None
+    if min(map(len, texts)) == max(map(len, texts)) and (
+        len(texts[0]) <= 10 or len(set(map(_ZONE, texts))) == 1 or "\n".join(texts).count("Z") == len(texts)
+    ):
+        newest = max(texts)
+        value = parse_w3c(newest)
+        assert value is not None
+        return newest, value
+    latest = max(map(_DAY, texts))
+    floor = (datetime.fromisoformat(latest + "-01"[len(latest) - 7 :]) - _WINDOW).strftime("%Y-%m-%d")
+    candidates = [(value, text) for text in texts if text >= floor and (value := parse_w3c(text)) is not None]
+    value, text = max(candidates)
+    return text, value
+
+
+def _days_exist(texts: list[str]) -> bool:
+    """Whether the date of each (``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``) is a day of the
+    calendar (each distinct one asked once)."""
+    try:
+        for day in set(map(_DAY, texts)):
+            date.fromisoformat(day + "-01-01"[len(day) - 4 :] if len(day) < 10 else day)
+    except ValueError:
+        return False
+    return True
+
+
+_WINDOW = timedelta(days=3)
+_DAY = itemgetter(slice(0, 10))
+_MONTH = itemgetter(slice(0, 7))
+
+
+_ZONE = itemgetter(slice(-6, None))
+
+
+def _priority_ok(text: str) -> bool:
+    try:
+        return 0.0 <= float(text) <= 1.0
+    except ValueError:
+        return False
+
+
+def _check_each(entries: list[RawEntry], now: datetime, lastmods: LastmodSummary) -> list[tuple[int, Rule, str]]:
+    found: list[tuple[int, Rule, str]] = []
+    for position, entry in enumerate(entries):
+        found.extend((position, *broken) for broken in check_entry(entry, now))
+        if entry.lastmod:
+            lastmods.add(entry.lastmod, parse_w3c(entry.lastmod), now)
+    return found
