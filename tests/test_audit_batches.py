@@ -159,6 +159,8 @@ PAGES = [
     "https://example.com/dir/café",
     "https://example.com/dir/caf%C3%A9",
     "https://example.com/dir/na%C3%AFve",
+    "https://other.example/cart/1",  # another host: not judged by example.com's robots.txt
+    "http://example.com/cart/1",
 ]
 
 
@@ -166,7 +168,7 @@ PAGES = [
 @pytest.mark.parametrize("user_agent", ["mybot", "Scrapy/2.19 (+https://scrapy.org)"])
 def test_disallowed_matches_protego_url_by_url(name: str, user_agent: str) -> None:
     robots = RobotsRules(ROBOTS[name].encode(), user_agent)
-    expected = [i for i, page in enumerate(PAGES) if robots.disallows(page)]
+    expected = [i for i, page in enumerate(PAGES) if page.startswith("https://example.com/") and robots.disallows(page)]
     assert robots.disallowed(PAGES, "https://example.com") == expected
 
 

@@ -66,11 +66,13 @@ class RobotsRules:
         return not self._parser.can_fetch(url, self.user_agent)
 
     def disallowed(self, urls: list[str], origin: str) -> list[int]:
-        """The positions of the ``urls`` (all on ``origin``, ``scheme://netloc``) that are
-        disallowed. Only URLs that start with one of :attr:`prefixes`, or that Protego would
-        re-escape (``%``, characters beyond ASCII), are asked of Protego."""
+        """The positions of the ``urls`` on ``origin`` (``scheme://netloc``) that are disallowed
+        (those on another origin are not this robots.txt's to judge). Only URLs that start
+        with one of :attr:`prefixes`, or that Protego would re-escape (``%``, characters
+        beyond ASCII), are asked of Protego."""
         if self.prefixes is None or any(not url.isascii() or "%" in url for url in urls):
-            candidates: Iterable[int] = range(len(urls))
+            start = origin + "/"
+            candidates: Iterable[int] = [position for position, url in enumerate(urls) if url.startswith(start)]
         else:
             starts = tuple(origin + prefix for prefix in self.prefixes)
             candidates = [position for position, url in enumerate(urls) if url.startswith(starts)]
