@@ -109,9 +109,10 @@ class LastmodSummary:
         """One lastmod (its value: None if it is no W3C Datetime) counts."""
         if len(text) >= 7 and text[4] == "-":
             self.months[text[:7]] += 1
-            self._newer(text, value, now)
+            self.consider(text, value, now)
 
-    def _newer(self, text: str, value: datetime | None, now: datetime) -> None:
+    def consider(self, text: str, value: datetime | None, now: datetime) -> None:
+        """``text`` (its instant ``value``) is the newest if it is newer than the newest yet and not after ``now``."""
         if value is not None and value <= now and (self.newest is None or value > self.newest[1]):
             self.newest = (text, value)
 
@@ -119,10 +120,11 @@ class LastmodSummary:
 def check_entries(entries: list[RawEntry], now: datetime, lastmods: LastmodSummary) -> list[tuple[int, Rule, str]]:
     """:func:`check_entry` of each <url> entry: (position, rule, detail); their lastmods go to ``lastmods``.
 
-    A batch whose lastmods are all W3C Datetimes of one form (one regular expression over
-    them joined; the newest then compares as text), whose priorities and changefreqs take
-    few distinct values and are all valid, is checked without a look at each entry; the
-    news, images and hreflangs of the entries that have some are.
+    A batch whose lastmods are all W3C Datetimes (one regular expression over them joined,
+    each distinct day checked once), none of them after ``now`` (:func:`_newest` parses
+    few), and whose distinct priorities and changefreqs are valid, is checked without a
+    look at each entry but the news, images and hreflangs of those that have some. Any
+    other batch is checked entry by entry.
     """
     texts = list(map(_LASTMOD, entries))
     if None in texts:
@@ -144,7 +146,7 @@ def check_entries(entries: list[RawEntry], now: datetime, lastmods: LastmodSumma
     if dated:  # "YYYY-MM..." (a year alone counts for neither)
         lastmods.months.update(map(_MONTH, dated))
         assert newest is not None
-        lastmods._newer(*newest, now)
+        lastmods.consider(*newest, now)
     return [
         (position, *broken)
         for position, entry in enumerate(entries)
@@ -190,8 +192,6 @@ def _days_exist(texts: list[str]) -> bool:
 _WINDOW = timedelta(days=3)
 _DAY = itemgetter(slice(0, 10))
 _MONTH = itemgetter(slice(0, 7))
-
-
 _ZONE = itemgetter(slice(-6, None))
 
 
