@@ -40,7 +40,7 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
     path = _same_origin_path(url, place)
     if path is not None:  # the common case, without urlsplit: same scheme and host, nothing to escape
         if not path.startswith(place.directory):
-            yield rules.OUTSIDE_DIRECTORY, f"path {path[:200]} is outside {place.directory}"
+            yield _outside(path, place)
         return
     parts = urlsplit(url)
     if not parts.scheme or not parts.netloc:
@@ -60,7 +60,7 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
     elif scheme != place.scheme:
         yield rules.MIXED_SCHEME, f"{scheme} page in an {place.scheme} sitemap"
     elif not (parts.path or "/").startswith(place.directory):
-        yield rules.OUTSIDE_DIRECTORY, f"path {parts.path[:200]} is outside {place.directory}"
+        yield _outside(parts.path, place)
 
 
 def check_urls(
@@ -92,10 +92,7 @@ def check_urls(
         if url.startswith(inside):
             continue
         if url.startswith(same_origin):  # on the sitemap's scheme and host, outside its directory
-            rest = url[len(origin) :]
-            query = rest.find("?")
-            path = rest if query < 0 else rest[:query]
-            found.append((position, rules.OUTSIDE_DIRECTORY, f"path {path[:200]} is outside {place.directory}"))
+            found.append((position, *_outside(_path(url[len(origin) :]), place)))
         else:
             found.extend((position, *broken) for broken in check_url(url, place, cross_hosts))
     return found
@@ -113,6 +110,15 @@ def _same_origin_path(url: str, place: SitemapPlace) -> str | None:
     rest = url[len(origin) :]
     if rest and rest[0] not in "/?":
         return None  # another netloc that starts like the sitemap's (a port, a longer host)
+    return _path(rest) or "/"
+
+
+def _path(rest: str) -> str:
+    """The path of what follows ``scheme://netloc`` in a URL with no fragment (its query cut off)."""
     query = rest.find("?")
-    path = rest if query < 0 else rest[:query]
-    return path or "/"
+    return rest if query < 0 else rest[:query]
+
+
+def _outside(path: str, place: SitemapPlace) -> tuple[Rule, str]:
+    """``outside-directory`` for a page whose path is ``path``."""
+    return rules.OUTSIDE_DIRECTORY, f"path {path[:200]} is outside {place.directory}"
