@@ -70,7 +70,8 @@ class RobotsRules:
         (those on another origin are not this robots.txt's to judge). Only URLs that start
         with one of :attr:`prefixes`, or that Protego would re-escape (``%``, characters
         beyond ASCII), are asked of Protego."""
-        if self.prefixes is None or any(not url.isascii() or "%" in url for url in urls):
+        joined = "".join(urls)
+        if self.prefixes is None or not joined.isascii() or "%" in joined:
             start = origin + "/"
             candidates: Iterable[int] = [position for position, url in enumerate(urls) if url.startswith(start)]
         else:
