@@ -9,7 +9,7 @@ import gzip
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from urllib.parse import urljoin, urlsplit
 
 from sitemap_crawl.audit import rules
@@ -47,7 +47,10 @@ _XML_OR_TEXT = ("text/xml", "application/xml", "text/plain")
 
 _LOC = attrgetter("loc")
 _RULE = attrgetter("rule")
+_POSITION = itemgetter(0)
 _NEWS_DATES = attrgetter("news_dates")
+_TEXT_BATCH = 1000
+"""Lines of a text sitemap checked as one batch."""
 IN_SITEMAP_LIMIT = 2 * rules.MAX_URLS
 """Pages remembered per sitemap for ``duplicate-in-sitemap``."""
 
@@ -249,6 +252,7 @@ class SiteAudit:
             broken += [(position, rules.PAGE_DISALLOWED, detail) for position in disallowed]
         if not broken:
             return []
+        broken.sort(key=_POSITION)  # in document order, an entry's findings in the order of the rules above
         website = self.website
         found = [
             Finding(website, sitemap_url, locs[position], rule.id, rule.severity.value, detail)
@@ -345,15 +349,6 @@ class SiteAudit:
                 rules.INDEX_LASTMOD_OLDER, index_url, child_url, f"the index says {said}, a page in it {newest}"
             )
 
-    def _duplicates(self, loc: str, sitemap_url: str, in_sitemap: HashSet) -> Iterator[Finding]:
-        key = url_hash(loc)
-        if in_sitemap.add(key):
-            yield self.finding(rules.DUPLICATE_IN_SITEMAP, sitemap_url, loc, "listed again in this sitemap")
-        elif self._site_pages.add(key):
-            yield self.finding(
-                rules.DUPLICATE_ACROSS_SITEMAPS, sitemap_url, loc, "also listed by another sitemap of the site"
-            )
-
     def _document(self, facts: SitemapFacts, sitemap_url: str, news: int) -> Iterator[Finding]:
         if not is_utf8(facts.encoding):
             yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"encoding {facts.encoding}")
@@ -389,22 +384,17 @@ class SiteAudit:
         """A text sitemap: one URL a line (only the location and duplicate rules apply)."""
         self.kinds[sitemap_url] = "text"
         robots = self._page_robots(place)
-        in_sitemap = HashSet(2 * rules.MAX_URLS)
-        count = 0
+        in_sitemap: set[int] = set()
+        lastmods = LastmodSummary(self.months)  # (a text sitemap has none)
         text = gzip.decompress(body) if body.startswith(GZIP_MAGIC) else body
         try:
             decoded = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"byte {exc.start:,} is not UTF-8")
             decoded = text.decode("utf-8", "replace")
-        for line in decoded.splitlines():
-            loc = line.strip()
-            if not loc:
-                continue
-            count += 1
-            yield from self._location(loc, place, cross_hosts)
-            yield from self._duplicates(loc, sitemap_url, in_sitemap)
-            if robots is not None and loc.startswith(robots[0]) and robots[1].disallows(loc):
-                yield self.finding(rules.PAGE_DISALLOWED, sitemap_url, loc, f"disallowed for {robots[1].user_agent!r}")
-        if count > rules.MAX_URLS:
-            yield self.finding(rules.TOO_MANY_URLS, sitemap_url, None, f"{count:,} URLs")
+        locs = [loc for line in decoded.splitlines() if (loc := line.strip())]
+        for start in range(0, len(locs), _TEXT_BATCH):
+            entries = [RawEntry(loc) for loc in locs[start : start + _TEXT_BATCH]]
+            yield from self._pages(entries, place, cross_hosts, in_sitemap, robots, lastmods)
+        if len(locs) > rules.MAX_URLS:
+            yield self.finding(rules.TOO_MANY_URLS, sitemap_url, None, f"{len(locs):,} URLs")
