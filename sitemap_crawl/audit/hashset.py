@@ -49,17 +49,7 @@ class HashSet:
 
     def add(self, value: int) -> bool:
         """Add ``value``; True when it was already there (False too when the set is full)."""
-        index = self._slot_of(value)
-        slots = self._slots
-        if slots[index] == value:
-            return True
-        if self.count >= self.capacity:
-            return False
-        slots[index] = value
-        self.count += 1
-        if self.count * 2 > len(slots):
-            self._grow()
-        return False
+        return bool(self.add_many([value]))
 
     def add_many(self, values: list[int]) -> list[int]:
         """Add each of ``values``; the positions (in ``values``) of those already there."""
