@@ -111,7 +111,7 @@ class SitemapRef:
     last_modified: str | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class PageBatch:
     """Consecutive pages of one sitemap, travelling through Scrapy as one item.
 

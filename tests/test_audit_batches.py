@@ -20,11 +20,11 @@ from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.crawl_audit import json_lines
 from sitemap_crawl.audit.discovery import RobotsRules
 from sitemap_crawl.audit.finding import Finding
-from sitemap_crawl.audit.hashset import HashSet, url_hash, url_hashes
 from sitemap_crawl.audit.location import SitemapPlace, check_url, check_urls
 from sitemap_crawl.audit.report import Report
 from sitemap_crawl.audit.scan import RawEntry
 from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_entry, parse_w3c
+from sitemap_crawl.parsing.hashset import HashSet, url_hash, url_hashes
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
 PLACE = SitemapPlace("https://example.com/dir/sitemap.xml")

@@ -15,7 +15,7 @@ import pytest
 from sitemap_crawl.audit import auditor, rules
 from sitemap_crawl.audit.auditor import SiteAudit
 from sitemap_crawl.audit.discovery import RobotsRules, SitemapDeclarations
-from sitemap_crawl.audit.hashset import HashSet, url_hash
+from sitemap_crawl.parsing.hashset import HashSet, url_hash
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
 SITEMAP = "https://example.com/dir/sitemap.xml"

@@ -519,6 +519,14 @@ def test_first_declaration_of_a_page_is_kept_in_document_order() -> None:
     assert result[0].priority == 0.1
 
 
+def test_repeats_are_dropped_after_the_dedup_table_has_grown_many_times() -> None:
+    # the dedup starts with 16 slots and doubles: repeats far apart, before and after growth
+    first = [f"https://www.example.org/p/{n}" for n in range(5_000)]
+    order = first[:10] + first[:10] + first[10:] + first[::7] + first[-3:]
+    body = urlset("".join(f"<url><loc>{url}</loc></url>" for url in order))
+    assert [page.url for page in pages(body)] == first
+
+
 def test_urls_differing_only_in_case_or_slash_are_different_pages() -> None:
     body = urlset(
         "<url><loc>https://www.example.org/a</loc></url><url><loc>https://www.example.org/a/</loc></url>"

@@ -15,7 +15,6 @@ from urllib.parse import urljoin, urlsplit
 from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.discovery import RobotsRules, SitemapDeclarations, check_robots
 from sitemap_crawl.audit.finding import Finding
-from sitemap_crawl.audit.hashset import HashSet, url_hash, url_hashes
 from sitemap_crawl.audit.location import SitemapPlace, check_url, check_urls
 from sitemap_crawl.audit.rules import Rule
 from sitemap_crawl.audit.scan import (
@@ -29,6 +28,7 @@ from sitemap_crawl.audit.scan import (
     scan_batches,
 )
 from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_lastmod, lastmod_period_end, parse_w3c
+from sitemap_crawl.parsing.hashset import HashSet, url_hash, url_hashes
 from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body
 
 SITE_PAGE_LIMIT = 5_000_000

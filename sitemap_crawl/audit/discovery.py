@@ -9,8 +9,8 @@ from urllib.parse import urljoin, urlsplit
 from protego import Protego  # the robots.txt parser Scrapy ships (pure Python, no Scrapy)
 
 from sitemap_crawl.audit import rules
-from sitemap_crawl.audit.hashset import HashSet, url_hash
 from sitemap_crawl.audit.rules import Rule
+from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.robots import decode_robots
 
 DECLARATION_LIMIT = 1_000_000

@@ -10,6 +10,7 @@ from sitemap_crawl.default_settings import SITEMAP_CRAWL_MAX_INDEX_CHILDREN, SIT
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.kinds import ErrorReason, NodeKind, with_detail
 from sitemap_crawl.parsing import robots, text
+from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.stream import Body, BodyFormat, StreamError, decoded_stream, leading_text
 from sitemap_crawl.parsing.xml import (
     DIALECTS,
@@ -151,13 +152,11 @@ class SitemapReader:
             entries = self._text_entries()
         else:
             entries = self._xml_entries(raw)
-        seen: set[str] = set()
+        seen = HashSet(initial_slots=16)  # hashes, not strings: see parsing/hashset.py
         is_index = self.kind in (ROBOTS_TXT, XML_INDEX)
         for entry in entries:
-            url = entry[1] if type(entry) is tuple else entry.url
-            if url in seen:
+            if seen.add(url_hash(entry[1] if type(entry) is tuple else entry.url)):
                 continue
-            seen.add(url)
             if is_index and self.entry_count >= self.limits.max_index_children:
                 self.error = SIZE_LIMIT
                 self.detail = f"more than {self.limits.max_index_children} sub-sitemaps; the rest is ignored"

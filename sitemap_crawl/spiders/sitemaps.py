@@ -63,6 +63,7 @@ from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, pag
 from sitemap_crawl.signals import site_finished, sitemap_node
 from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 from sitemap_crawl.sites.backlog import SendValve
+from sitemap_crawl.spiders.batch_window import BatchTracker
 from sitemap_crawl.spiders.download_counts import DownloadCounts
 from sitemap_crawl.wiring import add_sitemap_crawl_components
 
@@ -257,6 +258,7 @@ class SitemapsSpider(Spider):
         self.max_depth = config.max_depth
         self.batch_size = config.batch_size
         self.concurrent_sitemaps = config.concurrent_sitemaps
+        self._batches = BatchTracker(self.crawler)
         # use_known_paths=false turns the standard list off; paths asked for by name are still probed
         self.known_paths = (config.known_paths if self.use_known_paths else []) + self.extra_known_paths
 
@@ -640,6 +642,7 @@ class SitemapsSpider(Spider):
         redirected = visit.url != final_url
         since = self.since
         dropped = 0
+        window = self._batches.window()
         async for entries in reader.chunks():
             if not announced:
                 announced = True
@@ -660,7 +663,8 @@ class SitemapsSpider(Spider):
                     elif self.batch_size:
                         batch.append(entry)
                         if len(batch) >= self.batch_size:
-                            yield PageBatch(visit.url, visit.path, batch, website)
+                            await window.wait_for_room()
+                            yield self._batches.track(PageBatch(visit.url, visit.path, batch, website), window)
                             batch = []
                     else:
                         yield entry
@@ -682,7 +686,8 @@ class SitemapsSpider(Spider):
         if dropped:
             self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, dropped)
         if batch:
-            yield PageBatch(visit.url, visit.path, batch, website)
+            await window.wait_for_room()
+            yield self._batches.track(PageBatch(visit.url, visit.path, batch, website), window)
         if changes is not None:
             async for output in self._changed_rows(visit, changes, bool(reader.error) or broken_off):
                 yield output
