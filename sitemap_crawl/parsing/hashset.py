@@ -80,12 +80,9 @@ class HashSet:
 
     def _grow(self) -> None:
         old = self._slots
-        size = len(old) * 2
-        self._slots = slots = array("Q", bytes(8 * size))
-        self._mask = mask = size - 1
+        self._slots = slots = array("Q", bytes(16 * len(old)))
+        self._mask = len(slots) - 1
+        slot_of = self._slot_of
         for value in old:
             if value != _EMPTY:
-                index = value & mask
-                while slots[index] != _EMPTY:
-                    index = (index + 1) & mask
-                slots[index] = value
+                slots[slot_of(value)] = value
