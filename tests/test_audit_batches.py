@@ -24,7 +24,6 @@ from sitemap_crawl.audit.location import SitemapPlace, check_url, check_urls
 from sitemap_crawl.audit.report import Report
 from sitemap_crawl.audit.scan import RawEntry
 from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_entry, parse_w3c
-from sitemap_crawl.parsing.hashset import HashSet, url_hash, url_hashes
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
 PLACE = SitemapPlace("https://example.com/dir/sitemap.xml")
@@ -184,15 +183,6 @@ def test_disallowed_asks_protego_only_about_urls_a_rule_could_match(monkeypatch:
     monkeypatch.setattr(robots, "disallows", disallows)
     assert robots.disallowed(PAGES[:13], "https://example.com") == [10, 11]
     assert asked == PAGES[10:13]
-
-
-def test_add_many_says_which_were_held_and_keeps_its_bound() -> None:
-    seen = HashSet(capacity=5, initial_slots=2)
-    assert seen.add_many(url_hashes(["a", "b", "a"])) == [2]
-    assert seen.add_many(url_hashes(["c", "b", "d", "e", "f", "g"])) == [1]
-    assert seen.count == 5  # f and g found no room
-    assert not seen.has(url_hash("g"))
-    assert url_hashes(["a", "b"]) == [url_hash("a"), url_hash("b")]
 
 
 def test_add_findings_counts_as_add_finding_does() -> None:

@@ -15,7 +15,6 @@ import pytest
 from sitemap_crawl.audit import auditor, rules
 from sitemap_crawl.audit.auditor import SiteAudit
 from sitemap_crawl.audit.discovery import RobotsRules, SitemapDeclarations
-from sitemap_crawl.parsing.hashset import HashSet, url_hash
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
 SITEMAP = "https://example.com/dir/sitemap.xml"
@@ -187,14 +186,6 @@ def test_robots_disallow_for_the_user_agent() -> None:
     assert not RobotsRules(b"User-agent: mybot\nDisallow: /private/\n", "other").disallows(
         "https://example.com/private/x"
     )
-
-
-def test_hash_set_is_bounded() -> None:
-    seen = HashSet(capacity=3, initial_slots=2)
-    assert [seen.add(url_hash(str(i))) for i in range(5)] == [False] * 5
-    assert seen.count == 3 and seen.full
-    assert seen.add(url_hash("0")) is True  # kept values are still found
-    assert seen.add(url_hash("4")) is False  # values past the capacity are not kept
 
 
 CAFE_UTF8 = urlset(url("https://example.com/dir/caf%C3%A9", "<lastmod>2024-05-01</lastmod><!-- café -->"))
@@ -390,3 +381,25 @@ def test_docs_rules_table_is_the_rules() -> None:
 def test_robots_without_a_disallow_line_skips_the_page_check() -> None:
     assert not RobotsRules(b"User-agent: *\nDisallow:\nDisallow: # none\n", "bot").disallows_any
     assert RobotsRules(b"user-agent: *\n  DISALLOW : /x\n", "bot").disallows_any
+
+
+def test_hreflang_back_links_in_either_order_and_repeats() -> None:
+    audit = SiteAudit(None, now=NOW)
+    a, b = "https://example.com/dir/a", "https://example.com/dir/b"
+    body = urlset(
+        url(b, _alternates(a)),  # B lists A before A lists B
+        url(a, _alternates(b, b)),  # an href twice in one entry
+        url(a, _alternates(b)),  # the page again (duplicate-in-sitemap): its alternates count once
+    )
+    assert [f.rule for f in audit.audit_sitemap(body, SITEMAP)] == ["duplicate-in-sitemap"]
+    assert list(audit.finish()) == []
+
+
+def test_hreflang_limit_counts_only_alternates_waiting_for_a_back_link(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(auditor, "ALTERNATE_LIMIT", 2)
+    audit = SiteAudit(None, now=NOW)
+    pages = [f"https://example.com/dir/p{i}" for i in range(10)]
+    pairs = [url(page, _alternates(pages[i ^ 1])) for i, page in enumerate(pages)]  # p0<->p1, p2<->p3...
+    lonely = url("https://example.com/dir/x", _alternates(pages[0]))  # p0 does not list x
+    list(audit.audit_sitemap(urlset(*pairs, lonely), SITEMAP))
+    assert [(f.rule, f.url) for f in audit.finish()] == [("hreflang-not-reciprocal", "https://example.com/dir/x")]

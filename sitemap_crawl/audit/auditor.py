@@ -35,8 +35,9 @@ SITE_PAGE_LIMIT = 5_000_000
 """Pages remembered per site for ``duplicate-across-sitemaps`` (8 to 16 bytes each)."""
 
 ALTERNATE_LIMIT = 50_000
-"""hreflang alternates remembered per site for ``hreflang-not-reciprocal`` (past it, the
-rule is not checked for the site: a missing back-link could be one not remembered)."""
+"""hreflang alternates waiting for their back-link per site, for ``hreflang-not-reciprocal``
+(past it, the rule is not checked for the site: a missing back-link could be one not
+remembered). An alternate answered by its back-link is forgotten."""
 LASTMOD_LIMIT = 100_000
 """Child sitemaps remembered per site for ``index-lastmod-older`` (index lastmods and
 newest page lastmods waiting for their other half)."""
@@ -88,8 +89,9 @@ class SiteAudit:
         self._robots: dict[str, RobotsRules] = {}
         self._index_lastmods: dict[str, tuple[str, str, datetime]] = {}
         self._newest_inside: dict[str, tuple[str, datetime]] = {}
-        self._alternate_pairs = HashSet(ALTERNATE_LIMIT)
-        self._alternates: list[tuple[str, str, str]] = []
+        self._unanswered: dict[int, tuple[str, str, str]] = {}
+        """Alternates (sitemap, page A, alternate B) whose back-link (B lists A) is not seen
+        yet, by the hash of that back-link (``B\nA``)."""
         self._alternates_dropped = False
 
     def finding(self, rule: Rule, sitemap_url: str, url: str | None, detail: str) -> Finding:
@@ -209,13 +211,11 @@ class SiteAudit:
 
     def finish(self) -> Iterator[Finding]:
         """The findings known only once all of the site's sitemaps are read (``hreflang-not-reciprocal``)."""
-        alternates, self._alternates = self._alternates, []
+        unanswered, self._unanswered = self._unanswered, {}
         if self._alternates_dropped:
             return
-        for sitemap_url, page, alternate in alternates:
-            if self._site_pages.has(url_hash(alternate)) and not self._alternate_pairs.has(
-                url_hash(f"{alternate}\n{page}")
-            ):
+        for sitemap_url, page, alternate in unanswered.values():
+            if self._site_pages.has(url_hash(alternate)):
                 yield self.finding(
                     rules.HREFLANG_NOT_RECIPROCAL, sitemap_url, page, f"alternate {alternate} does not list it back"
                 )
@@ -240,10 +240,12 @@ class SiteAudit:
                     continue
                 detail = other
             broken.append((position, rule, detail))
-        broken += self._duplicate_pages(locs, in_sitemap)
+        repeated = self._duplicate_pages(locs, in_sitemap)
+        broken += repeated
         broken += check_entries(entries, self.now, lastmods)
-        for entry in entries:
-            if entry.hreflangs:
+        listed_before = {position for position, _rule, _detail in repeated}
+        for position, entry in enumerate(entries):
+            if entry.hreflangs and position not in listed_before:  # a page's alternates count once
                 assert entry.loc is not None
                 self._remember_alternates(sitemap_url, entry.loc, entry.hreflangs)
         if robots is not None:
@@ -314,15 +316,22 @@ class SiteAudit:
         return f"{parts.scheme}://{parts.netloc}/", robots
 
     def _remember_alternates(self, sitemap_url: str, page: str, hreflangs: list[tuple[str | None, str | None]]) -> None:
-        for _lang, href in hreflangs:
-            if href is None or href == page or self._alternates_dropped:
+        """Page ``page`` lists each href of ``hreflangs``: it answers an alternate waiting for
+        that back-link, or waits for its own (each pair A, B is met once: a page's repeats
+        are not passed here, and its hrefs are taken once)."""
+        if self._alternates_dropped:
+            return
+        unanswered = self._unanswered
+        for href in {href: None for _lang, href in hreflangs}:
+            if href is None or href == page:
                 continue
-            if len(self._alternates) >= ALTERNATE_LIMIT:
+            if unanswered.pop(url_hash(f"{page}\n{href}"), None) is not None:
+                continue  # B listed A first: both are answered
+            if len(unanswered) >= ALTERNATE_LIMIT:
                 self._alternates_dropped = True
-                self._alternates = []
+                self._unanswered = {}
                 return
-            self._alternate_pairs.add(url_hash(f"{page}\n{href}"))
-            self._alternates.append((sitemap_url, page, href))
+            unanswered[url_hash(f"{href}\n{page}")] = (sitemap_url, page, href)
 
     def _index_lastmod(self, index_url: str, child_url: str, text: str) -> Iterator[Finding]:
         value = parse_w3c(text)
