@@ -5,6 +5,7 @@ process that dies does not hold the crawl."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 from pathlib import Path
@@ -13,9 +14,11 @@ from typing import Any
 import pytest
 from scrapy.utils.test import get_crawler
 
+from sitemap_crawl.audit import process
 from sitemap_crawl.audit.crawl_audit import ResponseFacts
 from sitemap_crawl.audit.process import RESPONSE
 from sitemap_crawl.extensions.audit import SitemapAuditExtension
+from sitemap_crawl.parsing.worker_protocol import read_frame, write_frame
 from tests.support import robots, sitemapindex, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import SiteFactory
@@ -73,3 +76,25 @@ def test_a_gone_audit_process_does_not_hold_the_crawl(tmp_path: Path, caplog: py
     assert extension.backlog.idle and not extension.backlog.paused
     assert "The sitemap audit process was killed; the rest of the crawl is not audited" in caplog.text
     assert "Sitemap audit: 0 finding(s)" in caplog.text
+
+
+def test_the_process_gives_back_the_memory_of_each_large_body(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """serve() trims the heap after a body of SPOOL_MIN_SIZE bytes or more (as the parse worker
+    does), not after a small one: without it the RSS of the audit process ratchets up."""
+    trims: list[int] = []
+    monkeypatch.setattr(process, "trim", lambda: trims.append(1))
+    facts = ResponseFacts("https://example.com/", "https://example.com/a.xml", "child", 200, "", "text/xml")
+    small = urlset("https://example.com/a").encode()
+    large = small.replace(b"</urlset>", b" " * process.SPOOL_MIN_SIZE + b"</urlset>")
+    source = io.BytesIO()
+    write_frame(source, (process.OPEN, str(tmp_path / "f.jsonl"), None, "*"))
+    for job_id, body in enumerate([small, large, small], 1):
+        write_frame(source, (RESPONSE, job_id, tuple(facts), len(body)))
+        source.write(body)
+    write_frame(source, (process.FINISH, 4))
+    source.seek(0)
+    sink = io.BytesIO()
+    process.serve(source, sink)
+    assert len(trims) == 1
+    sink.seek(0)
+    assert [read_frame(sink)[:2] for _ in range(4)] == [(process.DONE, job_id) for job_id in range(1, 5)]

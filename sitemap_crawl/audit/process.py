@@ -22,8 +22,9 @@ import traceback
 from typing import Any, BinaryIO
 
 from sitemap_crawl.audit.crawl_audit import CrawlAudit, ResponseFacts
+from sitemap_crawl.memory import trim, tune_malloc
 from sitemap_crawl.parsing.stream import FileBody
-from sitemap_crawl.parsing.worker import receive_body
+from sitemap_crawl.parsing.worker import SPOOL_MIN_SIZE, receive_body
 from sitemap_crawl.parsing.worker_protocol import read_frame, write_frame
 
 AUDIT_MODULE = "sitemap_crawl.audit.process"
@@ -71,6 +72,8 @@ def serve(source: BinaryIO, sink: BinaryIO) -> None:
         del body
         write_frame(sink, (DONE, job_id, counts))
         sink.flush()
+        if tag == RESPONSE and message[3] >= SPOOL_MIN_SIZE:
+            trim()  # what a large body's scan freed goes back to the system (as in the parse worker)
         if tag == FINISH:
             break
 
@@ -79,6 +82,7 @@ def main(argv: list[Any] | None = None) -> None:
     """The process's entry point: stdin and stdout are the pipes to the crawl process."""
     gc.freeze()
     gc.set_threshold(50_000, 50, 1_000)  # few cycles here; many short-lived objects
+    tune_malloc()  # large blocks in their own mappings, given back when freed (sitemap_crawl.memory)
     serve(sys.stdin.buffer, sys.stdout.buffer)
 
 
