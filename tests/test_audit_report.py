@@ -357,3 +357,19 @@ def test_report_of_a_crawl_stopped_early_has_the_tree_so_far(
         "severities": "1 warning",
     }
     assert [nodes[url]["kind"] for url in list(nodes)[:2]] == ["website", "robots_txt"]
+
+
+def test_the_first_line_counts_findings_by_severity_with_thousands_separators() -> None:
+    report = Report()
+    found = [finding(f"{SITE}s.xml", "outside-directory", url=f"{SITE}p{i}") for i in range(1_200)]
+    found += [finding(f"{SITE}s.xml", "too-many-urls", "error"), finding(f"{SITE}s.xml", "nested-index", "error")]
+    report.add_findings(found)
+    doc = lxml.html.fromstring(report.render())
+    assert (
+        doc.get_element_by_id("totals").text_content() == "1 site(s), 1,202 finding(s): 2 error(s), 1,200 warning(s)."
+    )
+    first_row = doc.xpath("//table[@id='all-rules']//tr[td]")[0]
+    assert [td.text_content() for td in first_row.xpath("td")][:3] == ["outside-directory", "warning", "1,200"]
+    assert (
+        lxml.html.fromstring(Report().render()).get_element_by_id("totals").text_content() == "0 site(s), 0 finding(s)."
+    )

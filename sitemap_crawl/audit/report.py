@@ -26,8 +26,11 @@ from sitemap_crawl.audit.report_tree import (
     render_tree,
     summarize_tree,
 )
-from sitemap_crawl.audit.rules import REDIRECTED, RULES_BY_ID
+from sitemap_crawl.audit.rules import REDIRECTED, RULES_BY_ID, Severity
 from sitemap_crawl.tree import TreeNode
+
+SEVERITIES = tuple(severity.value for severity in Severity)
+"""Severity names, worst first (the order of the enum)."""
 
 EXAMPLES_PER_RULE = 3
 _WHERE = itemgetter(0, 1, 3)
@@ -151,12 +154,22 @@ class Report:
         parts = [
             "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Sitemap audit</title>",
             f"<style>{_CSS}</style></head><body><h1>Sitemap audit</h1>",
-            f"<p id='totals'>{len(self.sites)} site(s), {sum(total.values())} finding(s).</p>",
+            f"<p id='totals'>{_totals(len(self.sites), total)}</p>",
             _rule_table(total, "all-rules"),
         ]
         parts += [_site_section(summary) for summary in self.sites.values()]
         parts.append("</body></html>")
         return "".join(parts)
+
+
+def _totals(sites: int, counts: Counter[str]) -> str:
+    """The report's first line: sites, findings, and findings by severity (worst first)."""
+    by_severity: Counter[str] = Counter()
+    for rule_id, count in counts.items():
+        by_severity[RULES_BY_ID[rule_id].severity.value] += count
+    line = f"{sites:,} site(s), {sum(counts.values()):,} finding(s)"
+    severities = [f"{by_severity[severity]:,} {severity}(s)" for severity in SEVERITIES if by_severity[severity]]
+    return f"{line}: {', '.join(severities)}." if severities else f"{line}."
 
 
 def _rule_table(counts: Counter[str], table_id: str | None = None) -> str:
@@ -168,7 +181,7 @@ def _rule_table(counts: Counter[str], table_id: str | None = None) -> str:
         about = f"<td>{escape(rule.doc)}</td><td>{rule.source.value}</td>" if full else ""
         rows.append(
             f"<tr><td><code>{rule_id}</code></td><td class='{rule.severity.value}'>{rule.severity.value}</td>"
-            f"<td>{count}</td>{about}</tr>"
+            f"<td>{count:,}</td>{about}</tr>"
         )
     about_head = "<th>what it checks</th><th>source</th>" if full else ""
     head = f"<tr><th>rule</th><th>severity</th><th>findings</th>{about_head}</tr>"
@@ -193,7 +206,7 @@ def _site_section(summary: SiteSummary) -> str:
     if summary.tree is None:  # no tree extension: entries per sitemap, flat
         parts.append("<h3>Entries per sitemap</h3><table class='sitemaps'><tr><th>sitemap</th><th>entries</th></tr>")
         parts += [
-            f"<tr><td><code>{escape(url)}</code></td><td>{count}</td></tr>"
+            f"<tr><td><code>{escape(url)}</code></td><td>{count:,}</td></tr>"
             for url, count in summary.sitemap_pages.items()
         ]
         parts.append("</table>")
@@ -206,6 +219,6 @@ def _site_section(summary: SiteSummary) -> str:
         count = summary.months[month]
         width = max(1, round(300 * count / top))
         bar = f"<span class='bar' style='width:{width}px'></span>"
-        parts.append(f"<tr><td>{escape(month)}</td><td>{count}</td><td>{bar}</td></tr>")
+        parts.append(f"<tr><td>{escape(month)}</td><td>{count:,}</td><td>{bar}</td></tr>")
     parts.append("</table></section>")
     return "".join(parts)
