@@ -16,7 +16,7 @@ from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.discovery import RobotsRules, SitemapDeclarations, check_robots
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.location import SitemapPlace, check_url, check_urls
-from sitemap_crawl.audit.rules import Rule
+from sitemap_crawl.audit.rules import SEVERITY_OF, Rule
 from sitemap_crawl.audit.scan import (
     INDEX,
     SITEMAP_NAMESPACE,
@@ -97,7 +97,7 @@ class SiteAudit:
     def finding(self, rule: Rule, sitemap_url: str, url: str | None, detail: str) -> Finding:
         """A finding of this site (counted)."""
         self.counts[rule.id] += 1
-        return Finding(self.website, sitemap_url, url, rule.id, rule.severity.value, detail)
+        return Finding(self.website, sitemap_url, url, rule.id, SEVERITY_OF[rule.id], detail)
 
     def audit_sitemap(
         self,
@@ -257,7 +257,7 @@ class SiteAudit:
         broken.sort(key=_POSITION)  # in document order, an entry's findings in the order of the rules above
         website = self.website
         found = [
-            Finding(website, sitemap_url, locs[position], rule.id, rule.severity.value, detail)
+            Finding(website, sitemap_url, locs[position], rule.id, SEVERITY_OF[rule.id], detail)
             for position, rule, detail in broken
         ]
         self.counts.update(map(_RULE, found))

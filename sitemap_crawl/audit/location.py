@@ -10,8 +10,15 @@ from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.rules import Rule
 
 _MUST_ESCAPE = re.compile(r"[\x00-\x20\x7f\"<>\\^`{|}]|[^\x00-\x7f]")
-_MUST_ESCAPE_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x20\x7f\"<>\\^`{|}]|[^\x00-\x7f]")
-""":data:`_MUST_ESCAPE` but for the newline (that joins the URLs of a batch)."""
+_FREE_TO_WRITE = bytes(code for code in range(128) if code == 0x0A or not _MUST_ESCAPE.match(chr(code)))
+"""The ASCII bytes a URL may hold as they are, and the newline (that joins the URLs of a batch)."""
+
+
+def _needs_escaping(joined: str) -> bool:
+    """Whether any character of ``joined`` (URLs joined by newlines) is one :data:`_MUST_ESCAPE`
+    finds: what is left once the bytes free to write are deleted (C speed, about 30 times a
+    regular expression's search over a batch)."""
+    return not joined.isascii() or bool(joined.encode("ascii").translate(None, _FREE_TO_WRITE))
 
 
 class SitemapPlace:
@@ -80,7 +87,7 @@ def check_urls(
         or max(map(len, urls)) > rules.MAX_URL_LENGTH
         or "#" in joined
         or joined.count("\n") != len(urls) - 1
-        or _MUST_ESCAPE_BUT_NEWLINE.search(joined)
+        or _needs_escaping(joined)
     ):
         return [
             (position, *broken) for position, url in enumerate(urls) for broken in check_url(url, place, cross_hosts)

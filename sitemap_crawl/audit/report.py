@@ -26,11 +26,8 @@ from sitemap_crawl.audit.report_tree import (
     render_tree,
     summarize_tree,
 )
-from sitemap_crawl.audit.rules import REDIRECTED, RULES_BY_ID, Severity
+from sitemap_crawl.audit.rules import REDIRECTED, RULES_BY_ID, SEVERITIES
 from sitemap_crawl.tree import TreeNode
-
-SEVERITIES = tuple(severity.value for severity in Severity)
-"""Severity names, worst first (the order of the enum)."""
 
 EXAMPLES_PER_RULE = 3
 _WHERE = itemgetter(0, 1, 3)

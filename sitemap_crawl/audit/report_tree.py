@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from html import escape
 
-from sitemap_crawl.audit.rules import RULES_BY_ID, Severity
+from sitemap_crawl.audit.rules import RULES_BY_ID, SEVERITIES, Severity
 from sitemap_crawl.tree import TreeNode
 
 CHILDREN_SHOWN = 25
@@ -28,8 +28,6 @@ NODES_PER_SITE_BEYOND = 8
 """Tree nodes shown per site once the report shows ``REPORT_NODES``."""
 OPEN_DEPTH = 2
 """Nodes above this depth are drawn open (the website node is depth 0)."""
-
-SEVERITIES = tuple(severity.value for severity in Severity)
 
 
 @dataclass(slots=True)

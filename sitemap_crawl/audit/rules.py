@@ -167,6 +167,11 @@ RULES: tuple[Rule, ...] = (
     GZIP_MISLABELLED,
 )
 RULES_BY_ID = {rule.id: rule for rule in RULES}
+SEVERITY_OF = {rule.id: rule.severity.value for rule in RULES}
+"""Each rule's severity as a plain string, by rule id (a finding's ``severity``; reading
+``rule.severity.value`` goes through the enum's descriptor, 10 times slower)."""
+SEVERITIES = tuple(severity.value for severity in Severity)
+"""The severity names, worst first."""
 
 
 def rules_table() -> str:

@@ -122,8 +122,8 @@ def check_entries(entries: list[RawEntry], now: datetime, lastmods: LastmodSumma
 
     A batch whose lastmods are all W3C Datetimes (one regular expression over them joined,
     each distinct day checked once), none of them after ``now`` (:func:`_newest` parses
-    few), and whose distinct priorities and changefreqs are valid, is checked without a
-    look at each entry but the news, images and hreflangs of those that have some. Any
+    few), and whose distinct priorities, changefreqs and hreflangs are valid, is checked
+    without a look at each entry but the news and images of those that have some. Any
     other batch is checked entry by entry.
     """
     texts = list(map(_LASTMOD, entries))
@@ -147,10 +147,12 @@ def check_entries(entries: list[RawEntry], now: datetime, lastmods: LastmodSumma
         lastmods.months.update(map(_MONTH, dated))
         assert newest is not None
         lastmods.consider(*newest, now)
+    languages = {hreflang for entry in entries for hreflang, _href in entry.hreflangs}
+    odd_language = any(hreflang is None or not _HREFLANG.fullmatch(hreflang) for hreflang in languages)
     return [
         (position, *broken)
         for position, entry in enumerate(entries)
-        if entry.news_dates or entry.image_count > rules.MAX_IMAGES or entry.hreflangs
+        if entry.news_dates or entry.image_count > rules.MAX_IMAGES or (odd_language and entry.hreflangs)
         for broken in _check_extras(entry, now)
     ]
 
