@@ -32,7 +32,7 @@ from sitemap_crawl.parsing.hashset import HashSet, url_hash, url_hashes
 from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body
 
 SITE_PAGE_LIMIT = 5_000_000
-"""Pages remembered per site for ``duplicate-across-sitemaps`` (8 to 16 bytes each)."""
+"""Pages remembered per site for ``duplicate-across-sitemaps`` (16 to 32 bytes each)."""
 
 ALTERNATE_LIMIT = 50_000
 """hreflang alternates waiting for their back-link per site, for ``hreflang-not-reciprocal``

@@ -14,7 +14,7 @@ from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.robots import decode_robots
 
 DECLARATION_LIMIT = 1_000_000
-"""(host, sitemap) pairs, and hosts, remembered for cross-submission (8 to 16 bytes each)."""
+"""(host, sitemap) pairs, and hosts, remembered for cross-submission (16 to 32 bytes each)."""
 
 _DISALLOW_LINE = re.compile(r"^[\s\ufeff]*disallow\s*:[ \t]*[^\s#]", re.IGNORECASE | re.MULTILINE)
 _NOT_A_PATH_LINE = re.compile(r"[\s\ufeff]*(user|crawl|request|visit|host|site)", re.IGNORECASE)

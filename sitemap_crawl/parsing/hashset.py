@@ -1,7 +1,8 @@
-"""A compact set of 64-bit URL hashes: 8 to 16 bytes a URL, optionally bounded in size.
+"""A compact set of 64-bit URL hashes: 16 to 32 bytes a URL, optionally bounded in size.
 
-A Python set of 5 million strings costs gigabytes; this open-addressing table in an
-``array('Q')`` costs 16 bytes a URL at most (load factor one half), in one block outside
+A Python set of 5 million URL strings costs hundreds of MB; this open-addressing table in an
+``array('Q')`` costs 16 to 32 bytes a URL (8-byte slots, between a quarter and half of them
+full: the table doubles when half full), in one block outside
 Python's small-object arenas (a set of strings keeps every string alive, scattered over
 the arenas, until the set goes). Two different URLs sharing a 64-bit hash is the only way
 to be wrong (about one in 10^10 for a sitemap of 50,000 URLs, one in 10^6 at 5M URLs).
