@@ -26,7 +26,7 @@ from sitemap_crawl.audit.report_tree import (
     render_tree,
     summarize_tree,
 )
-from sitemap_crawl.audit.rules import REDIRECTED, RULES_BY_ID, SEVERITIES
+from sitemap_crawl.audit.rules import REDIRECTED, RULES_BY_ID, SEVERITIES, SEVERITY_OF
 from sitemap_crawl.tree import TreeNode
 
 EXAMPLES_PER_RULE = 3
@@ -163,7 +163,7 @@ def _totals(sites: int, counts: Counter[str]) -> str:
     """The report's first line: sites, findings, and findings by severity (worst first)."""
     by_severity: Counter[str] = Counter()
     for rule_id, count in counts.items():
-        by_severity[RULES_BY_ID[rule_id].severity.value] += count
+        by_severity[SEVERITY_OF[rule_id]] += count
     line = f"{sites:,} site(s), {sum(counts.values()):,} finding(s)"
     severities = [f"{by_severity[severity]:,} {severity}(s)" for severity in SEVERITIES if by_severity[severity]]
     return f"{line}: {', '.join(severities)}." if severities else f"{line}."
