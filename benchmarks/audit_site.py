@@ -33,13 +33,21 @@ def site_files(root: Path) -> list[tuple[str, bytes]]:
     return [(BASE + str(path.relative_to(root)), path.read_bytes()) for path in files if path.exists()]
 
 
+def served_type(url: str) -> str:
+    """The Content-Type benchmarks/serve.py sends for ``url`` (a .gz file as the file it is,
+    without Content-Encoding: what the crawl's audit is told)."""
+    if url.endswith(".gz"):
+        return "application/x-gzip"
+    return "text/plain" if url.endswith(".txt") else "application/xml"
+
+
 def audit_all(files: list[tuple[str, bytes]], findings: str) -> int:
     """Audit every file as one site; the number of findings."""
     audit = CrawlAudit(findings, None, "*")
     count = 0
     for url, body in files:
         role = ROBOTS if url.endswith("/robots.txt") else CHILD
-        facts = ResponseFacts(BASE, url, role, 200, url, "application/xml")
+        facts = ResponseFacts(BASE, url, role, 200, url, served_type(url))
         count += sum(audit.audit(facts, body).values())
     count += sum(audit.finish().values())
     return count
