@@ -63,7 +63,7 @@ def test_wait_for_room_waits_until_a_batch_is_done() -> None:
 @pytest.mark.parametrize("signal", [signals.item_scraped, signals.item_dropped, signals.item_error])
 def test_a_batch_is_done_when_scrapy_signals_it(signal: Any) -> None:
     tracker, manager = _tracker()
-    window = tracker.window()
+    window = BatchWindow()
     batch = tracker.track(_batch(), window)
     assert window.open == 1
     manager.send_catch_log(signal, item=batch, response=None, spider=None, exception=None, failure=None)
@@ -74,7 +74,7 @@ def test_a_batch_is_done_when_scrapy_signals_it(signal: Any) -> None:
 
 def test_a_batch_no_signal_reports_is_done_when_freed() -> None:
     tracker, _ = _tracker()
-    window = tracker.window()
+    window = BatchWindow()
     tracker.track(_batch(), window)  # nobody keeps it
     gc.collect()
     assert window.open == 0
@@ -82,7 +82,7 @@ def test_a_batch_no_signal_reports_is_done_when_freed() -> None:
 
 def test_other_items_leave_the_windows_alone() -> None:
     tracker, manager = _tracker()
-    window = tracker.window()
+    window = BatchWindow()
     kept = tracker.track(_batch(), window)
     manager.send_catch_log(signals.item_scraped, item=_batch(), response=None, spider=None)
     manager.send_catch_log(signals.item_scraped, item={"url": "x"}, response=None, spider=None)

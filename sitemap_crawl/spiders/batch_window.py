@@ -61,9 +61,10 @@ class BatchTracker:
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             crawler.signals.connect(self._done, signal=signal)
 
-    def window(self) -> BatchWindow:
-        """A window for the batches of one sitemap."""
-        return BatchWindow()
+    async def admit(self, batch: PageBatch, window: BatchWindow) -> PageBatch:
+        """Wait for room in ``window``, then :meth:`track` ``batch``; returns it (to yield)."""
+        await window.wait_for_room()
+        return self.track(batch, window)
 
     def track(self, batch: PageBatch, window: BatchWindow) -> PageBatch:
         """Count ``batch`` in ``window`` until it is done; returns it."""

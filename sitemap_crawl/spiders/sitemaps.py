@@ -63,7 +63,7 @@ from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, pag
 from sitemap_crawl.signals import site_finished, sitemap_node
 from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 from sitemap_crawl.sites.backlog import SendValve
-from sitemap_crawl.spiders.batch_window import BatchTracker
+from sitemap_crawl.spiders.batch_window import BatchTracker, BatchWindow
 from sitemap_crawl.spiders.download_counts import DownloadCounts
 from sitemap_crawl.wiring import add_sitemap_crawl_components
 
@@ -642,7 +642,7 @@ class SitemapsSpider(Spider):
         redirected = visit.url != final_url
         since = self.since
         dropped = 0
-        window = self._batches.window()
+        window = BatchWindow()  # this sitemap's batches in Scrapy's item processing
         async for entries in reader.chunks():
             if not announced:
                 announced = True
@@ -663,8 +663,7 @@ class SitemapsSpider(Spider):
                     elif self.batch_size:
                         batch.append(entry)
                         if len(batch) >= self.batch_size:
-                            await window.wait_for_room()
-                            yield self._batches.track(PageBatch(visit.url, visit.path, batch, website), window)
+                            yield await self._batches.admit(PageBatch(visit.url, visit.path, batch, website), window)
                             batch = []
                     else:
                         yield entry
@@ -686,8 +685,7 @@ class SitemapsSpider(Spider):
         if dropped:
             self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, dropped)
         if batch:
-            await window.wait_for_room()
-            yield self._batches.track(PageBatch(visit.url, visit.path, batch, website), window)
+            yield await self._batches.admit(PageBatch(visit.url, visit.path, batch, website), window)
         if changes is not None:
             async for output in self._changed_rows(visit, changes, bool(reader.error) or broken_off):
                 yield output
