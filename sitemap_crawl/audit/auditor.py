@@ -14,6 +14,7 @@ from urllib.parse import urljoin, urlsplit
 
 from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.discovery import RobotsRules, SitemapDeclarations, check_robots
+from sitemap_crawl.audit.duplicates import SitemapListing
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.location import SitemapPlace, check_url, check_urls
 from sitemap_crawl.audit.rules import SEVERITY_OF, Rule
@@ -28,7 +29,7 @@ from sitemap_crawl.audit.scan import (
     scan_batches,
 )
 from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_lastmod, lastmod_period_end, parse_w3c
-from sitemap_crawl.parsing.hashset import HashSet, url_hash, url_hashes
+from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body
 
 SITE_PAGE_LIMIT = 5_000_000
@@ -52,8 +53,6 @@ _POSITION = itemgetter(0)
 _NEWS_DATES = attrgetter("news_dates")
 _TEXT_BATCH = 1000
 """Lines of a text sitemap checked as one batch."""
-IN_SITEMAP_LIMIT = 2 * rules.MAX_URLS
-"""Pages remembered per sitemap for ``duplicate-in-sitemap``."""
 
 
 class SiteAudit:
@@ -115,14 +114,14 @@ class SiteAudit:
         """
         facts = SitemapFacts()
         place = SitemapPlace(sitemap_url)
-        in_sitemap: set[int] = set()
+        listing = SitemapListing(self._site_pages)
         robots = self._page_robots(place)
         news = 0
         lastmods = LastmodSummary(self.months)
         for batch in scan_batches(body, facts):
             entries = [entry for entry in batch if entry.loc is not None]
             if facts.root == URLSET:
-                yield from self._pages(entries, place, cross_hosts, in_sitemap, robots, lastmods)
+                yield from self._pages(entries, place, cross_hosts, listing, robots, lastmods)
                 news += sum(map(bool, map(_NEWS_DATES, entries)))
                 continue
             for entry in entries:
@@ -225,7 +224,7 @@ class SiteAudit:
         entries: list[RawEntry],
         place: SitemapPlace,
         cross_hosts: frozenset[str],
-        in_sitemap: set[int],
+        listing: SitemapListing,
         robots: tuple[str, RobotsRules] | None,
         lastmods: LastmodSummary,
     ) -> list[Finding]:
@@ -240,7 +239,7 @@ class SiteAudit:
                     continue
                 detail = other
             broken.append((position, rule, detail))
-        repeated = self._duplicate_pages(locs, in_sitemap)
+        repeated = listing.repeats(locs)
         broken += repeated
         broken += check_entries(entries, self.now, lastmods)
         listed_before = {position for position, _rule, _detail in repeated}
@@ -262,31 +261,6 @@ class SiteAudit:
         ]
         self.counts.update(map(_RULE, found))
         return found
-
-    def _duplicate_pages(self, locs: list[str], in_sitemap: set[int]) -> list[tuple[int, Rule, str]]:
-        """``duplicate-in-sitemap`` and ``duplicate-across-sitemaps`` of a batch of page URLs."""
-        keys = url_hashes(locs)
-        distinct = set(keys)
-        room = len(in_sitemap) + len(keys) <= IN_SITEMAP_LIMIT
-        if len(distinct) == len(keys) and room and in_sitemap.isdisjoint(distinct):
-            in_sitemap |= distinct
-            new = keys
-            positions: list[int] | range = range(len(keys))
-            broken: list[tuple[int, Rule, str]] = []
-        else:  # a page listed twice in the sitemap (or the sitemap's set is full): one at a time
-            broken, positions = [], []
-            for position, key in enumerate(keys):
-                if key in in_sitemap:
-                    broken.append((position, rules.DUPLICATE_IN_SITEMAP, "listed again in this sitemap"))
-                    continue
-                if len(in_sitemap) < IN_SITEMAP_LIMIT:
-                    in_sitemap.add(key)
-                positions.append(position)
-            new = [keys[position] for position in positions]
-        detail = "also listed by another sitemap of the site"
-        held = self._site_pages.add_many(new)
-        broken += [(positions[index], rules.DUPLICATE_ACROSS_SITEMAPS, detail) for index in held]
-        return broken
 
     def _location(self, loc: str, place: SitemapPlace, cross_hosts: frozenset[str]) -> Iterator[Finding]:
         for rule, detail in check_url(loc, place, cross_hosts):
@@ -393,7 +367,7 @@ class SiteAudit:
         """A text sitemap: one URL a line (only the location and duplicate rules apply)."""
         self.kinds[sitemap_url] = "text"
         robots = self._page_robots(place)
-        in_sitemap: set[int] = set()
+        listing = SitemapListing(self._site_pages)
         lastmods = LastmodSummary(self.months)  # (a text sitemap has none)
         text = gzip.decompress(body) if body.startswith(GZIP_MAGIC) else body
         try:
@@ -404,6 +378,6 @@ class SiteAudit:
         locs = [loc for line in decoded.splitlines() if (loc := line.strip())]
         for start in range(0, len(locs), _TEXT_BATCH):
             entries = [RawEntry(loc) for loc in locs[start : start + _TEXT_BATCH]]
-            yield from self._pages(entries, place, cross_hosts, in_sitemap, robots, lastmods)
+            yield from self._pages(entries, place, cross_hosts, listing, robots, lastmods)
         if len(locs) > rules.MAX_URLS:
             yield self.finding(rules.TOO_MANY_URLS, sitemap_url, None, f"{len(locs):,} URLs")

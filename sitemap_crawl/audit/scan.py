@@ -228,8 +228,14 @@ class _EntryReader:
 
     def _feed_main(self, data: bytes) -> list[RawEntry]:
         assert self._main is not None
-        self._main.feed(data)
-        return self._read()
+        if len(data) <= _FEED_SIZE:
+            self._main.feed(data)
+            return self._read()
+        entries: list[RawEntry] = []
+        for start in range(0, len(data), _FEED_SIZE):
+            self._main.feed(data[start : start + _FEED_SIZE])
+            entries += self._read()
+        return entries
 
     def _read(self) -> list[RawEntry]:
         assert self._main is not None
@@ -252,6 +258,9 @@ class _EntryReader:
 
 
 _ROOT_STEP = 4096
+_FEED_SIZE = 32 * 1024
+"""Bytes fed to the main parser at a time: the entries read are freed after each feed, so the
+tree never holds more than about this much of the document."""
 _ENTRY_TAGS = {URLSET: "url", INDEX: "sitemap"}
 """The entry element of each root that has entries."""
 

@@ -105,9 +105,70 @@ class HashSet:
             index = (index + 1) & mask
 
     def _grow(self) -> None:
+        if len(self._slots) < IN_PLACE_MIN_SLOTS:
+            self._grow_by_copy()
+        else:
+            self._grow_in_place()
+
+    def _grow_by_copy(self) -> None:
+        """Double the table: a new one, the old one's values added to it."""
         old = self._slots
         # array * n allocates the table once (array("Q", bytes(n)) made a second, temporary copy)
         self._slots = array("Q", [_EMPTY]) * (2 * len(old))
         self._mask = len(self._slots) - 1
         self.count = 0
         self.add_many(filter(None, old))  # distinct values, half the new table at most: no growth
+
+    def _grow_in_place(self) -> None:
+        """Double the table in place: the old slots become its first half (``*= 2`` reallocates
+        the block, which glibc moves without copying when it is a mapping of its own), so the
+        old and the new table are never both in memory (they were: 8 + 16 MiB at a million).
+
+        The values of the first half are then taken out slot by slot and put back where the
+        doubled mask sends them. A value is only put where its probe crosses slots already
+        dealt with (or the new half): one whose probe reaches a slot not yet dealt with waits
+        for that slot (``waiting``), since emptying it later would cut the probe."""
+        slots = self._slots
+        size = len(slots)
+        slots *= 2
+        _clear(slots, size)
+        mask = self._mask = 2 * size - 1
+        waiting: dict[int, list[int]] = {}
+        for index, value in zip(range(size), slots, strict=False):  # the first half only
+            movers = waiting.pop(index, None) if waiting else None
+            if value and value & mask != index:  # not already in its slot of the doubled table
+                slots[index] = _EMPTY
+                if movers is None:
+                    movers = [value]
+                else:
+                    movers.append(value)
+            elif movers is None:
+                continue
+            for mover in movers:
+                slot = mover & mask
+                while True:
+                    if index < slot < size:  # a slot of the first half not dealt with yet
+                        waiting.setdefault(slot, []).append(mover)
+                        break
+                    if slots[slot] == _EMPTY:
+                        slots[slot] = mover
+                        break
+                    slot = (slot + 1) & mask
+
+
+IN_PLACE_MIN_SLOTS = 1 << 17
+"""Tables of at least this many slots (1 MiB) double in place: smaller ones are copied,
+which is faster (1M to 2M slots: 100 ms copied, 140 ms in place), and what the copy holds
+twice is small."""
+_ZEROS = array("Q", [_EMPTY]) * 8192
+
+
+def _clear(slots: array[int], start: int) -> None:
+    """Empty the slots from ``start`` on, a few at a time (no table-sized temporary)."""
+    end = len(slots)
+    step = len(_ZEROS)
+    for offset in range(start, end - step + 1, step):
+        slots[offset : offset + step] = _ZEROS
+    rest = (end - start) % step
+    if rest:
+        slots[end - rest : end] = _ZEROS[:rest]
