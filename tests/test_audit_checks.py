@@ -161,6 +161,22 @@ def test_cross_submission_allows_other_host() -> None:
     assert list(audit.audit_sitemap(body, SITEMAP, cross_hosts=frozenset({"other.example"}))) == []
 
 
+def test_a_sitemap_its_host_declares_may_list_any_page_of_that_host() -> None:
+    xml = urlset(url("https://example.com/elsewhere"), url("https://other.example/dir/a"))
+    text = b"https://example.com/other\n"
+    robots = f"Sitemap: {SITEMAP}\nSitemap: https://example.com/dir/sitemap.txt\n".encode()
+    undeclared = SiteAudit(None, now=NOW)
+    assert [f.rule for f in undeclared.audit_sitemap(xml, SITEMAP)] == ["outside-directory", "other-host"]
+    declared = SiteAudit(None, now=NOW)
+    list(declared.audit_robots(robots, "https://example.com/robots.txt"))
+    assert [f.rule for f in declared.audit_sitemap(xml, SITEMAP)] == ["other-host"]  # other.example did not
+    assert list(declared.audit_sitemap(text, "https://example.com/dir/sitemap.txt")) == []
+    told = SiteAudit(None, now=NOW)  # the library's way: the declaring hosts passed in
+    assert [f.rule for f in told.audit_sitemap(xml, SITEMAP, cross_hosts=frozenset({"example.com"}))] == [
+        "other-host"
+    ]
+
+
 def test_text_sitemap_location_and_duplicates() -> None:
     body = b"https://example.com/dir/a\nhttps://example.com/dir/a\n/rel\n"
     assert findings_of(body, "https://example.com/dir/sitemap.txt") == ["duplicate-in-sitemap", "relative-url"]

@@ -113,7 +113,7 @@ class SiteAudit:
         ``parent_url`` is the index that listed it, if one did (read before it).
         """
         facts = SitemapFacts()
-        place = SitemapPlace(sitemap_url)
+        place = self._place(sitemap_url, cross_hosts)
         listing = SitemapListing(self._site_pages)
         robots = self._page_robots(place)
         news = 0
@@ -280,6 +280,14 @@ class SiteAudit:
         if self.declarations.read(host):
             return f"{detail}; {robots_url} was read and does not declare this sitemap"
         return f"{detail}; {robots_url} was not read before this sitemap (cross-submission not checked)"
+
+    def _place(self, sitemap_url: str, cross_hosts: frozenset[str]) -> SitemapPlace:
+        """Where the sitemap lives; its directory is the whole host when the host's robots.txt
+        declares it (the protocol's cross-submission: the site owner vouches for it)."""
+        place = SitemapPlace(sitemap_url)
+        if place.host in cross_hosts or self.declarations.declares(place.host, sitemap_url):
+            place.declared_on_host()
+        return place
 
     def _page_robots(self, place: SitemapPlace) -> tuple[str, RobotsRules] | None:
         """The sitemap's origin and its host's robots.txt rules, if that robots.txt was read."""

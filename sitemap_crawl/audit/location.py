@@ -22,7 +22,12 @@ def _needs_escaping(joined: str) -> bool:
 
 
 class SitemapPlace:
-    """Where a sitemap lives: its scheme, host and directory, worked out once."""
+    """Where a sitemap lives: its scheme, host and directory, worked out once.
+
+    ``directory`` is the path its pages must start with: the sitemap's own directory (the
+    protocol's rule), or ``/`` once :meth:`declared_on_host` (its host's robots.txt
+    declares it: such a sitemap may live anywhere on the host and list any of its pages).
+    """
 
     __slots__ = ("directory", "host", "origin", "scheme", "url")
 
@@ -34,6 +39,10 @@ class SitemapPlace:
         self.directory = parts.path[: parts.path.rfind("/") + 1] or "/"
         self.origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
         """``scheme://netloc`` as the sitemap writes them: a page URL that starts so is on its host."""
+
+    def declared_on_host(self) -> None:
+        """The sitemap's host's robots.txt declares it: any page of the host may be listed."""
+        self.directory = "/"
 
 
 def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = frozenset()) -> Iterator[tuple[Rule, str]]:

@@ -54,7 +54,12 @@ URL_TOO_LONG = Rule("url-too-long", E, "size", "A URL longer than 2,048 characte
 # location
 OTHER_HOST = Rule("other-host", E, "location", "A page on another scheme or host than its sitemap.", P)
 OUTSIDE_DIRECTORY = Rule(
-    "outside-directory", W, "location", "A page outside the sitemap's directory (the protocol's rule).", P
+    "outside-directory",
+    W,
+    "location",
+    "A page outside the sitemap's directory (the protocol's rule), when the host's robots.txt does not declare"
+    " the sitemap.",
+    P,
 )
 RELATIVE_URL = Rule("relative-url", E, "location", "A <loc> that is not an absolute URL.", P)
 URL_FRAGMENT = Rule("url-fragment", W, "location", "A URL with a #fragment (the same page for a crawler).", G)
