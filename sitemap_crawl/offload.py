@@ -37,6 +37,7 @@ from sitemap_crawl.parsing.worker_protocol import (
     entries_from_tuples,
     job_header,
 )
+from sitemap_crawl.processes import child_process_env
 
 logger = logging.getLogger(__name__)
 
@@ -380,20 +381,6 @@ class SitemapReaders:
     async def close(self) -> None:
         if self.pool is not None:
             await self.pool.close()
-
-
-def child_process_env() -> dict[str, str]:
-    """The environment of a child process (a parsing worker, the audit process): it imports
-    sitemap_crawl from where this process did. scrapyd, for one, puts the project's egg on
-    sys.path, not on PYTHONPATH, and a child inherits only the latter."""
-    import os
-
-    import sitemap_crawl
-
-    here = os.path.dirname(os.path.dirname(os.path.abspath(sitemap_crawl.__file__)))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
-    return env
 
 
 def _asyncio_running() -> bool:

@@ -31,9 +31,9 @@ from sitemap_crawl.audit.crawl_audit import ResponseFacts
 from sitemap_crawl.audit.process import AUDIT_MODULE, CALL, DONE, FINISH, OPEN, RESPONSE
 from sitemap_crawl.discovery.site import Visit
 from sitemap_crawl.names import AUDIT_ENCODING_META_KEY, AUDIT_PAUSED_STAT, AUDIT_STAT, META_KEY
-from sitemap_crawl.offload import child_process_env
 from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.parsing.worker_protocol import encode_frame, read_frame
+from sitemap_crawl.processes import child_process_env
 from sitemap_crawl.signals import site_finished, site_tree
 from sitemap_crawl.tree import SitemapTree
 

@@ -19,6 +19,7 @@ from scrapy.crawler import Crawler
 from sitemap_crawl.codec import page_from_tuple
 from sitemap_crawl.items import PageBatch
 from sitemap_crawl.parsing.worker_protocol import HEADER_SIZE, decode_frame, decode_length
+from sitemap_crawl.processes import child_process_env
 from sitemap_crawl.shards.protocol import NODE, PAGES, RUNNER_MODULE, SITE, STATS, Shard
 from sitemap_crawl.shards.settings_copy import copy_settings
 
@@ -68,6 +69,7 @@ class HelperProcesses:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 limit=1 << 20,
+                env=child_process_env(),
             )
             assert process.stdin is not None
             process.stdin.write(json.dumps(spec).encode())

@@ -1,0 +1,21 @@
+"""The environment of the Python processes a crawl starts (parse workers, the audit process,
+crawl helpers)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def child_process_env() -> dict[str, str]:
+    """This process's environment, with PYTHONPATH naming every folder it imports from, so
+    that a child imports what this process can: scrapyd, for one, puts the project's egg on
+    ``sys.path``, not on PYTHONPATH (which is all a child inherits), and a crawl helper
+    imports the project's spider and settings' classes."""
+    import sitemap_crawl
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(sitemap_crawl.__file__)))
+    folders = [here, *(os.path.abspath(folder) for folder in sys.path if folder)]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(filter(None, [*folders, env.get("PYTHONPATH", "")])))
+    return env
