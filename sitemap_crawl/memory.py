@@ -13,7 +13,6 @@ a C library other than glibc.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 from functools import lru_cache
 from typing import Any
@@ -22,6 +21,9 @@ _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 128 * 1024
 TRIM_THRESHOLD = 1024 * 1024
+_GLIBC = "libc.so.6"
+"""glibc's C library, opened by name: ``ctypes.util.find_library`` imports subprocess and runs
+``ldconfig -p`` (2 MiB and a child process in every process that tunes malloc)."""
 
 
 @lru_cache(maxsize=1)
@@ -29,10 +31,18 @@ def _libc() -> Any | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(_GLIBC)
+    except OSError:  # not glibc's name (musl): whatever the system calls its C library
+        from ctypes.util import find_library  # imports subprocess, runs ldconfig: only when needed
+
+        try:
+            libc = ctypes.CDLL(find_library("c"))
+        except OSError:
+            return None
+    try:
         libc.mallopt  # noqa: B018 - glibc only
         libc.malloc_trim  # noqa: B018
-    except (OSError, AttributeError):
+    except AttributeError:
         return None
     return libc
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, date, datetime
-from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from urllib.parse import urljoin
 
@@ -54,6 +53,8 @@ def normalize_date(text: str | None) -> str | None:
             return datetime.fromisoformat(candidate).isoformat()
         except ValueError:
             pass
+    from email.utils import parsedate_to_datetime  # here: the email package costs 1.5 MiB a process
+
     try:
         parsed = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):
