@@ -23,6 +23,8 @@ SITEMAP_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
 URLSET = "urlset"
 INDEX = "sitemapindex"
 _SCAN_LIMIT = 64 * 1024 * 1024  # read a little past the protocol's 50 MiB to see it is passed
+_CHUNK_SIZE = 64 * 1024
+"""Bytes read (and decompressed) at a time; the entries of a chunk are checked as one batch."""
 _ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 _BOMS = (
     (codecs.BOM_UTF32_LE, "UTF-32"),
@@ -90,10 +92,10 @@ def body_bytes(body: Body) -> bytes:
 
 
 def _chunks(body: Body, facts: SitemapFacts) -> Iterator[bytes]:
-    chunks = iter_chunks(body, len(body))
+    chunks = iter_chunks(body, len(body), _CHUNK_SIZE)
     if body_head(body, len(GZIP_MAGIC)) == GZIP_MAGIC:
         facts.gzip = True
-        chunks = gunzip_chunks(chunks, _SCAN_LIMIT)
+        chunks = gunzip_chunks(chunks, _SCAN_LIMIT, _CHUNK_SIZE)
     for chunk in chunks:
         facts.size += len(chunk)
         yield chunk
