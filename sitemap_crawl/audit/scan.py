@@ -230,9 +230,6 @@ class _EntryReader:
 
     def _feed_main(self, data: bytes) -> list[RawEntry]:
         assert self._main is not None
-        if len(data) <= _FEED_SIZE:
-            self._main.feed(data)
-            return self._read()
         entries: list[RawEntry] = []
         for start in range(0, len(data), _FEED_SIZE):
             self._main.feed(data[start : start + _FEED_SIZE])
