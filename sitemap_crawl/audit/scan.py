@@ -12,7 +12,7 @@ import codecs
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from lxml import etree
 
@@ -151,6 +151,23 @@ def _parser(events: tuple[Any, ...], tag: str | None = None) -> etree.XMLPullPar
     return etree.XMLPullParser(events=events, tag=tag, resolve_entities=False, huge_tree=True)
 
 
+class _NoTree:
+    """A parser target that keeps nothing: libxml2 checks the document, no tree is built.
+
+    Only ``close``: lxml calls a target's start, end and data methods when it has them
+    (one Python call an event); without them, nothing but libxml2 runs."""
+
+    def close(self) -> None:
+        return None
+
+
+def _checker() -> etree.XMLParser:
+    """A parser that only says whether a document is well-formed (for one without entries to
+    read: a feed's tree would otherwise be held whole, its items being below the root's child)."""
+    target = cast("etree.ParserTarget", _NoTree())  # the stubs want every method; lxml does not
+    return etree.XMLParser(target=target, resolve_entities=False, huge_tree=True)
+
+
 def _check_utf8(
     decoder: codecs.IncrementalDecoder, chunk: bytes, offset: int, facts: SitemapFacts, final: bool = False
 ) -> codecs.IncrementalDecoder | None:
@@ -170,14 +187,16 @@ class _EntryReader:
 
     A small parser finds the root element first (fed 4 KiB at a time, it stops at the
     root's start tag); the main parser then reports only the root's entry elements
-    (lxml filters the tags in C: no Python call for the other elements).
+    (lxml filters the tags in C: no Python call for the other elements). A document whose
+    root has no entries (a feed, another root, none) only goes through a :func:`_checker`.
     """
 
     def __init__(self, facts: SitemapFacts) -> None:
         self.facts = facts
         self._finder: etree.XMLPullParser | None = _parser(("start",))
         self._held: list[bytes] = []
-        self._main: etree.XMLPullParser | None = None
+        self._main: etree.XMLPullParser | etree.XMLParser | None = None
+        """The pull parser of the entries, or a :func:`_checker` when the root has none."""
         self._entry_tag: str | None = None
 
     def feed(self, chunk: bytes) -> list[list[RawEntry]]:
@@ -201,7 +220,7 @@ class _EntryReader:
                 entries += self._feed_main(data)
         assert self._main is not None
         self._main.close()
-        return entries + self._read()
+        return entries + self._read() if isinstance(self._main, etree.XMLPullParser) else entries
 
     def _find_root(self, chunk: bytes) -> bool:
         finder = self._finder
@@ -224,12 +243,15 @@ class _EntryReader:
     def _start_main(self) -> None:
         self._entry_tag = _ENTRY_TAGS.get(self.facts.root or "")
         if self._entry_tag is None:
-            self._main = _parser(("end",))
+            self._main = _checker()
         else:
             self._main = _parser(("end",), "{*}" + self._entry_tag)
 
     def _feed_main(self, data: bytes) -> list[RawEntry]:
         assert self._main is not None
+        if not isinstance(self._main, etree.XMLPullParser):
+            self._main.feed(data)
+            return []
         entries: list[RawEntry] = []
         for start in range(0, len(data), _FEED_SIZE):
             self._main.feed(data[start : start + _FEED_SIZE])
@@ -237,18 +259,16 @@ class _EntryReader:
         return entries
 
     def _read(self) -> list[RawEntry]:
-        assert self._main is not None
+        assert isinstance(self._main, etree.XMLPullParser)
         entries: list[RawEntry] = []
         last: Any = None
-        entry_tag = self._entry_tag
         element: Any
         for _event, element in self._main.read_events():
             parent = element.getparent()
             if parent is None or parent.getparent() is not None:
                 continue  # the root, or deeper than the root's children
             last = element
-            if entry_tag is not None:
-                entries.append(_read_entry(element))
+            entries.append(_read_entry(element))
         if last is not None:
             self.facts.entry_count += len(entries)
             parent = last.getparent()

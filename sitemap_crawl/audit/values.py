@@ -182,13 +182,22 @@ def _newest(texts: list[str]) -> tuple[str, datetime] | None:
 
 def _days_exist(texts: list[str]) -> bool:
     """Whether the date of each (``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``) is a day of the
-    calendar (each distinct one asked once)."""
+    calendar (each distinct one asked once; those seen before are known)."""
+    days = set(map(_DAY, texts))
+    days -= _REAL_DAYS
     try:
-        for day in set(map(_DAY, texts)):
+        for day in days:
             date.fromisoformat(day + "-01-01"[len(day) - 4 :] if len(day) < 10 else day)
     except ValueError:
         return False
+    if len(_REAL_DAYS) < _REAL_DAYS_LIMIT:
+        _REAL_DAYS.update(days)
     return True
+
+
+_REAL_DAYS: set[str] = set()
+"""Dates found to be days of the calendar (a site's lastmods fall on a few thousand days)."""
+_REAL_DAYS_LIMIT = 20_000
 
 
 _WINDOW = timedelta(days=3)
