@@ -1,14 +1,19 @@
-"""audit/scan.py: the audit's own read of a body (documents without entries: feeds)."""
+"""audit/scan.py: the audit's own read of a body (feeds, text sitemaps, a byte order mark)."""
 
 from __future__ import annotations
 
+import codecs
+import gzip
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from sitemap_crawl.audit import rules
+from sitemap_crawl.audit import scan as scan_module
 from sitemap_crawl.audit.auditor import SiteAudit
-from sitemap_crawl.audit.scan import SitemapFacts, scan
+from sitemap_crawl.audit.scan import SitemapFacts, scan, text_lines
 
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
 FEED_URL = "https://example.com/feed.xml"
@@ -60,3 +65,82 @@ def test_a_feed_is_checked_without_holding_its_tree() -> None:
     grown_mib = (_peak_kib() - before) / 1024
     assert facts.error is None
     assert grown_mib < len(body) / 2**20 / 2, f"a {len(body):,}-byte feed grew the peak by {grown_mib:.0f} MiB"
+
+
+SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+TEXT_URL = "https://example.com/sitemap.txt"
+
+
+def test_an_xml_sitemap_after_a_byte_order_mark_is_read_as_xml() -> None:
+    body = f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{SITEMAP_NS}">'
+    body += "<url><loc>https://example.com/a</loc><priority>2</priority></url></urlset>"
+    audit = SiteAudit(None, now=NOW)
+    found = list(audit.audit_sitemap(codecs.BOM_UTF8 + body.encode(), "https://example.com/sitemap.xml"))
+    assert [(finding.rule, finding.url) for finding in found] == [("priority-range", "https://example.com/a")]
+    assert audit.kinds == {"https://example.com/sitemap.xml": "urlset"}
+
+
+def test_a_byte_order_mark_is_not_part_of_a_text_sitemaps_first_url() -> None:
+    audit = SiteAudit(None, now=NOW)
+    body = codecs.BOM_UTF8 + b"https://example.com/a\nhttps://example.com/b\n"
+    assert list(audit.audit_sitemap(body, TEXT_URL)) == []
+    assert audit.sitemap_pages == {TEXT_URL: 2}
+
+
+LINE_ENDS = ("\n", "\r\n", "\r", "\n\n", " \n\t", "\u2028")
+
+
+def text_body(lines: int, seed: int) -> str:
+    chooser = random.Random(seed)
+    parts = []
+    for number in range(lines):
+        parts.append(f"  https://example.com/caf\u00e9/{number}/{'x' * chooser.randrange(40)}")
+        parts.append(chooser.choice(LINE_ENDS))
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("chunk_size", [5, 64, 1 << 16])
+@pytest.mark.parametrize("ending", ["", "\n"])
+def test_text_lines_are_the_lines_of_the_whole_body(
+    monkeypatch: pytest.MonkeyPatch, chunk_size: int, ending: str
+) -> None:
+    monkeypatch.setattr(scan_module, "_CHUNK_SIZE", chunk_size)
+    text = text_body(3000, chunk_size) + ending
+    facts = SitemapFacts()
+    read = [line for batch in text_lines(text.encode(), facts) for line in batch]
+    assert read == [line.strip() for line in text.splitlines() if line.strip()]
+    assert (facts.bad_utf8, facts.error, facts.size) == (None, None, len(text.encode()))
+
+
+@pytest.mark.parametrize("chunk_size", [5, 64, 1 << 16])
+def test_text_lines_after_a_byte_that_is_not_utf8(monkeypatch: pytest.MonkeyPatch, chunk_size: int) -> None:
+    monkeypatch.setattr(scan_module, "_CHUNK_SIZE", chunk_size)
+    good = text_body(500, 1).encode()
+    body = good + b"https://example.com/caf\xe9\n" + good
+    facts = SitemapFacts()
+    read = [line for batch in text_lines(body, facts) for line in batch]
+    assert facts.bad_utf8 == len(good) + len("https://example.com/caf")
+    assert read == [line.strip() for line in body.decode("utf-8", "replace").splitlines() if line.strip()]
+
+
+def test_a_text_sitemap_whose_gzip_stream_breaks_off() -> None:
+    body = gzip.compress(b"".join(f"https://example.com/{number}\n".encode() for number in range(20_000)))
+    audit = SiteAudit(None, now=NOW)
+    found = list(audit.audit_sitemap(body[: len(body) // 2], TEXT_URL))
+    assert [(finding.rule, finding.detail) for finding in found] == [
+        ("invalid-document", "gzip: gzip stream ends early")
+    ]
+    assert 0 < audit.sitemap_pages[TEXT_URL] < 20_000
+
+
+def test_a_text_sitemap_over_the_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rules, "MAX_BYTES", 100)
+    body = b"https://example.com/a\n" * 5
+    found = list(SiteAudit(None, now=NOW).audit_sitemap(body, TEXT_URL))
+    assert [(finding.rule, finding.detail) for finding in found] == [
+        ("duplicate-in-sitemap", found[0].detail),
+        ("duplicate-in-sitemap", found[0].detail),
+        ("duplicate-in-sitemap", found[0].detail),
+        ("duplicate-in-sitemap", found[0].detail),
+        ("too-large", "more than 110 bytes uncompressed"),
+    ]

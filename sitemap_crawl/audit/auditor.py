@@ -5,7 +5,6 @@ Pure: it is given bodies (bytes), URLs and facts; it fetches nothing and imports
 
 from __future__ import annotations
 
-import gzip
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -24,9 +23,9 @@ from sitemap_crawl.audit.scan import (
     URLSET,
     RawEntry,
     SitemapFacts,
-    body_bytes,
     is_utf8,
     scan_batches,
+    text_lines,
 )
 from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_lastmod, lastmod_period_end, parse_w3c
 from sitemap_crawl.parsing.hashset import HashSet, url_hash
@@ -51,8 +50,6 @@ _LOC = attrgetter("loc")
 _RULE = attrgetter("rule")
 _POSITION = itemgetter(0)
 _NEWS_DATES = attrgetter("news_dates")
-_TEXT_BATCH = 1000
-"""Lines of a text sitemap checked as one batch."""
 
 
 class SiteAudit:
@@ -135,7 +132,7 @@ class SiteAudit:
                     yield from self._index_lastmod(sitemap_url, urljoin(sitemap_url, loc), entry.lastmod)
         newest = lastmods.newest
         if facts.root is None and facts.error is None:
-            yield from self._text_sitemap(body_bytes(body), sitemap_url, place, cross_hosts)
+            yield from self._text_sitemap(body, sitemap_url, place, cross_hosts)
             return
         self.kinds[sitemap_url] = facts.root or ""
         self.sitemap_pages[sitemap_url] = facts.entry_count
@@ -370,22 +367,25 @@ class SiteAudit:
             yield self.finding(rules.TOO_MANY_NEWS, sitemap_url, None, f"{news:,} news URLs")
 
     def _text_sitemap(
-        self, body: bytes, sitemap_url: str, place: SitemapPlace, cross_hosts: frozenset[str]
+        self, body: Body, sitemap_url: str, place: SitemapPlace, cross_hosts: frozenset[str]
     ) -> Iterator[Finding]:
-        """A text sitemap: one URL a line (only the location and duplicate rules apply)."""
+        """A text sitemap: one URL a line (the location and duplicate rules apply, and the
+        document's size, encoding and gzip stream), read a piece at a time."""
         self.kinds[sitemap_url] = "text"
         robots = self._page_robots(place)
         listing = SitemapListing(self._site_pages)
         lastmods = LastmodSummary(self.months)  # (a text sitemap has none)
-        text = gzip.decompress(body) if body.startswith(GZIP_MAGIC) else body
-        try:
-            decoded = text.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"byte {exc.start:,} is not UTF-8")
-            decoded = text.decode("utf-8", "replace")
-        locs = [loc for line in decoded.splitlines() if (loc := line.strip())]
-        for start in range(0, len(locs), _TEXT_BATCH):
-            entries = [RawEntry(loc) for loc in locs[start : start + _TEXT_BATCH]]
-            yield from self._pages(entries, place, cross_hosts, listing, robots, lastmods)
-        if len(locs) > rules.MAX_URLS:
-            yield self.finding(rules.TOO_MANY_URLS, sitemap_url, None, f"{len(locs):,} URLs")
+        facts = SitemapFacts()
+        count = 0
+        for locs in text_lines(body, facts):
+            count += len(locs)
+            yield from self._pages(list(map(RawEntry, locs)), place, cross_hosts, listing, robots, lastmods)
+        self.sitemap_pages[sitemap_url] = count
+        if facts.bad_utf8 is not None:
+            yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"byte {facts.bad_utf8:,} is not UTF-8")
+        if facts.error is not None:
+            yield self.finding(rules.INVALID_DOCUMENT, sitemap_url, None, facts.error[:300])
+        if facts.size > rules.MAX_BYTES:
+            yield self.finding(rules.TOO_LARGE, sitemap_url, None, f"more than {facts.size:,} bytes uncompressed")
+        if count > rules.MAX_URLS:
+            yield self.finding(rules.TOO_MANY_URLS, sitemap_url, None, f"{count:,} URLs")

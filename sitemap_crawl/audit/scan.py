@@ -124,9 +124,8 @@ def scan_batches(body: Body, facts: SitemapFacts) -> Iterator[list[RawEntry]]:
         for chunk in _chunks(body, facts):
             if first:
                 first = False
-                stripped = chunk.lstrip()
                 facts.encoding = declared_encoding(chunk)
-                if not (stripped.startswith(b"<") or facts.encoding in ("UTF-16", "UTF-32")):
+                if not (_without_bom(chunk).lstrip().startswith(b"<") or facts.encoding in ("UTF-16", "UTF-32")):
                     return
                 if is_utf8(facts.encoding):
                     utf8 = codecs.getincrementaldecoder("utf-8")()
@@ -145,6 +144,49 @@ def scan_batches(body: Body, facts: SitemapFacts) -> Iterator[list[RawEntry]]:
         facts.error = f"not well-formed XML: {exc}"
     except StreamError as exc:
         facts.error = f"gzip: {exc}"
+
+
+def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
+    """The lines of a text sitemap (stripped; blank ones left out), in lists (those read from
+    one piece of the body), read a piece at a time; fills ``facts`` (``size``, ``gzip``,
+    ``bad_utf8``: the first byte that is not UTF-8, read as U+FFFD from there on; ``error``:
+    a gzip stream that is broken or decompresses past the scan's limit).
+
+    A byte order mark before the first line is not part of it.
+    """
+    decoder: codecs.IncrementalDecoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0  # of the chunk in the (uncompressed) document
+    partial = ""  # the last line read so far: the next chunk may go on with it
+    try:
+        for chunk in _chunks(body, facts):
+            if offset == 0 and chunk.startswith(codecs.BOM_UTF8):
+                offset, chunk = len(codecs.BOM_UTF8), chunk[len(codecs.BOM_UTF8) :]
+            held = decoder.getstate()[0]
+            try:
+                text = decoder.decode(chunk)
+            except UnicodeDecodeError as exc:  # (a strict decoder: the first bad byte)
+                facts.bad_utf8 = max(0, offset - len(held) + exc.start)
+                decoder = codecs.getincrementaldecoder("utf-8")("replace")
+                text = decoder.decode(held + chunk)
+            offset += len(chunk)
+            lines = (partial + text).splitlines(keepends=True)
+            partial = lines.pop() if lines else ""  # ended or not, split again with what follows
+            batch = [line for raw in lines if (line := raw.strip())]
+            if batch:
+                yield batch
+    except StreamError as exc:
+        facts.error = f"gzip: {exc}"
+    try:
+        partial += decoder.decode(b"", final=True)
+    except UnicodeDecodeError as exc:  # the body ends inside a character
+        facts.bad_utf8 = max(0, offset - len(decoder.getstate()[0]) + exc.start)
+        partial += "\ufffd"
+    if line := partial.strip():
+        yield [line]
+
+
+def _without_bom(chunk: bytes) -> bytes:
+    return chunk[len(codecs.BOM_UTF8) :] if chunk.startswith(codecs.BOM_UTF8) else chunk
 
 
 def _parser(events: tuple[Any, ...], tag: str | None = None) -> etree.XMLPullParser:
