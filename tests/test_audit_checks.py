@@ -172,9 +172,7 @@ def test_a_sitemap_its_host_declares_may_list_any_page_of_that_host() -> None:
     assert [f.rule for f in declared.audit_sitemap(xml, SITEMAP)] == ["other-host"]  # other.example did not
     assert list(declared.audit_sitemap(text, "https://example.com/dir/sitemap.txt")) == []
     told = SiteAudit(None, now=NOW)  # the library's way: the declaring hosts passed in
-    assert [f.rule for f in told.audit_sitemap(xml, SITEMAP, cross_hosts=frozenset({"example.com"}))] == [
-        "other-host"
-    ]
+    assert [f.rule for f in told.audit_sitemap(xml, SITEMAP, cross_hosts=frozenset({"example.com"}))] == ["other-host"]
 
 
 def test_text_sitemap_location_and_duplicates() -> None:
