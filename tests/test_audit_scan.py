@@ -144,3 +144,45 @@ def test_a_text_sitemap_over_the_size_limit(monkeypatch: pytest.MonkeyPatch) -> 
         ("duplicate-in-sitemap", found[0].detail),
         ("too-large", "more than 110 bytes uncompressed"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        (b"", "an empty body"),
+        (gzip.compress(b"", mtime=0), "an empty body"),
+        (b"  \n\r\n\t\n", "a text sitemap with no URL"),
+    ],
+    ids=["empty", "empty-gzip", "blank-lines"],
+)
+def test_a_body_without_a_url_is_an_empty_sitemap(body: bytes, detail: str) -> None:
+    audit = SiteAudit(None, now=NOW)
+    found = [(finding.rule, finding.detail) for finding in audit.audit_sitemap(body, TEXT_URL)]
+    assert found == [("empty-sitemap", detail)]
+    assert audit.sitemap_pages == {TEXT_URL: 0}
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_a_text_sitemap_in_utf16_or_utf32_is_read_in_it(encoding: str) -> None:
+    body = "https://example.com/a\nhttps://example.com/b\r\nhttps://example.com/a\n".encode(encoding)
+    audit = SiteAudit(None, now=NOW)
+    found = [(finding.rule, finding.url, finding.detail) for finding in audit.audit_sitemap(body, TEXT_URL)]
+    assert found == [
+        ("duplicate-in-sitemap", "https://example.com/a", found[0][2]),
+        ("not-utf8", None, f"encoding {encoding.upper()}"),
+    ]
+    assert audit.sitemap_pages == {TEXT_URL: 3}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        f'<urlset xmlns="{SITEMAP_NS}"><url><loc>https://example.com/a&nbsp;b</loc></url></urlset>'.encode(),
+        b"<rss><channel><item>&nbsp;</item></channel></rss>",
+    ],
+    ids=["urlset", "rss"],
+)
+def test_an_entity_xml_does_not_define_is_an_unescaped_entity(body: bytes) -> None:
+    found = list(SiteAudit(None, now=NOW).audit_sitemap(body, "https://example.com/sitemap.xml"))
+    assert [finding.rule for finding in found] == ["unescaped-entity"]
+    assert "Entity 'nbsp' not defined, line 1" in found[0].detail  # libxml2's error, not lxml's "no element found"

@@ -5,6 +5,7 @@ Pure: it is given bodies (bytes), URLs and facts; it fetches nothing and imports
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -43,6 +44,8 @@ LASTMOD_LIMIT = 100_000
 newest page lastmods waiting for their other half)."""
 
 _FEEDS = ("rss", "feed")
+_UNESCAPED = re.compile(r"EntityRef|Entity '[^']*' not defined")
+"""libxml2's errors for a bare ``&`` and for an entity XML does not define (``&nbsp;``)."""
 _XML_OR_TEXT = ("text/xml", "application/xml", "text/plain")
 
 
@@ -345,7 +348,7 @@ class SiteAudit:
             if facts.error is not None and "encoding" in facts.error:
                 return  # lxml stopped on the same byte: the document is not otherwise broken
         if facts.error is not None:
-            rule = rules.UNESCAPED_ENTITY if "EntityRef" in facts.error else rules.INVALID_DOCUMENT
+            rule = rules.UNESCAPED_ENTITY if _UNESCAPED.search(facts.error) else rules.INVALID_DOCUMENT
             yield self.finding(rule, sitemap_url, None, facts.error[:300])
         if facts.size > rules.MAX_BYTES:
             yield self.finding(rules.TOO_LARGE, sitemap_url, None, f"more than {facts.size:,} bytes uncompressed")
@@ -381,6 +384,11 @@ class SiteAudit:
             count += len(locs)
             yield from self._pages(list(map(RawEntry, locs)), place, cross_hosts, listing, robots, lastmods)
         self.sitemap_pages[sitemap_url] = count
+        if count == 0 and facts.error is None:
+            what = "an empty body" if facts.size == 0 else "a text sitemap with no URL"
+            yield self.finding(rules.EMPTY_SITEMAP, sitemap_url, None, what)
+        if not is_utf8(facts.encoding):
+            yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"encoding {facts.encoding}")
         if facts.bad_utf8 is not None:
             yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"byte {facts.bad_utf8:,} is not UTF-8")
         if facts.error is not None:

@@ -69,7 +69,7 @@ UNESCAPED_URL = Rule(
 MIXED_SCHEME = Rule("mixed-scheme", W, "location", "An http page in an https sitemap, or the reverse.", G)
 # structure
 NESTED_INDEX = Rule("nested-index", E, "structure", "An index lists another index (one level is allowed).", P)
-EMPTY_SITEMAP = Rule("empty-sitemap", W, "structure", "A urlset or index with no entry.", P)
+EMPTY_SITEMAP = Rule("empty-sitemap", W, "structure", "A urlset, index or text sitemap with no entry.", P)
 DUPLICATE_IN_SITEMAP = Rule("duplicate-in-sitemap", W, "structure", "The same page twice in one sitemap.", G)
 DUPLICATE_ACROSS_SITEMAPS = Rule(
     "duplicate-across-sitemaps", N, "structure", "The same page in several sitemaps of a site.", G
@@ -77,7 +77,11 @@ DUPLICATE_ACROSS_SITEMAPS = Rule(
 BAD_NAMESPACE = Rule("bad-namespace", E, "structure", "The root element is not in the sitemaps.org 0.9 namespace.", P)
 NOT_UTF8 = Rule("not-utf8", E, "structure", "The document is not UTF-8 encoded.", P)
 UNESCAPED_ENTITY = Rule(
-    "unescaped-entity", E, "structure", "A bare & or < in a text (the parser's recover pass had to run).", P
+    "unescaped-entity",
+    E,
+    "structure",
+    "A bare & or <, or an entity XML does not define (&nbsp;), in a text (the parser's recover pass had to run).",
+    P,
 )
 INVALID_DOCUMENT = Rule("invalid-document", E, "structure", "Truncated or not well-formed XML, or not a sitemap.", P)
 # values

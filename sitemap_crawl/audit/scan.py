@@ -125,7 +125,7 @@ def scan_batches(body: Body, facts: SitemapFacts) -> Iterator[list[RawEntry]]:
             if first:
                 first = False
                 facts.encoding = declared_encoding(chunk)
-                if not (_without_bom(chunk).lstrip().startswith(b"<") or facts.encoding in ("UTF-16", "UTF-32")):
+                if not (_without_bom(chunk).lstrip().startswith(b"<") or _wide_xml(chunk, facts.encoding)):
                     return
                 if is_utf8(facts.encoding):
                     utf8 = codecs.getincrementaldecoder("utf-8")()
@@ -135,15 +135,39 @@ def scan_batches(body: Body, facts: SitemapFacts) -> Iterator[list[RawEntry]]:
             for batch in reader.feed(chunk):
                 if batch:
                     yield batch
+        if first:
+            return  # not a byte (once decompressed): nothing says XML
         if utf8 is not None:
             _check_utf8(utf8, b"", offset, facts, final=True)
         batch = reader.close()
         if batch:
             yield batch
     except etree.XMLSyntaxError as exc:
-        facts.error = f"not well-formed XML: {exc}"
+        message = str(exc)
+        if message.startswith(_DEFERRED_ERROR):
+            message = _checker_error(body) or message
+        facts.error = f"not well-formed XML: {message}"
     except StreamError as exc:
         facts.error = f"gzip: {exc}"
+
+
+_DEFERRED_ERROR = "no element found"
+"""What lxml's pull parser says at its close when libxml2 stopped earlier on an error it
+kept to itself (seen: an entity XML does not define, such as ``&nbsp;``, with
+``resolve_entities=False``)."""
+
+
+def _checker_error(body: Body) -> str | None:
+    """The error libxml2 finds in ``body`` read once more by a :func:`_checker` (which says
+    what the pull parser did not), or None."""
+    checker = _checker()
+    try:
+        for chunk in _chunks(body, SitemapFacts()):
+            checker.feed(chunk)
+        checker.close()
+    except (etree.XMLSyntaxError, StreamError) as exc:
+        return str(exc)
+    return None
 
 
 def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
@@ -152,15 +176,20 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
     ``bad_utf8``: the first byte that is not UTF-8, read as U+FFFD from there on; ``error``:
     a gzip stream that is broken or decompresses past the scan's limit).
 
-    A byte order mark before the first line is not part of it.
+    A byte order mark before the first line is not part of it; one of UTF-16 or UTF-32
+    says how the text is read (``facts.encoding``).
     """
     decoder: codecs.IncrementalDecoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0  # of the chunk in the (uncompressed) document
     partial = ""  # the last line read so far: the next chunk may go on with it
     try:
         for chunk in _chunks(body, facts):
-            if offset == 0 and chunk.startswith(codecs.BOM_UTF8):
-                offset, chunk = len(codecs.BOM_UTF8), chunk[len(codecs.BOM_UTF8) :]
+            if offset == 0:
+                facts.encoding = declared_encoding(chunk[:4])  # a byte order mark, if any
+                if facts.encoding in _WIDE:
+                    decoder = codecs.getincrementaldecoder(facts.encoding)("replace")
+                elif chunk.startswith(codecs.BOM_UTF8):
+                    offset, chunk = len(codecs.BOM_UTF8), chunk[len(codecs.BOM_UTF8) :]
             held = decoder.getstate()[0]
             try:
                 text = decoder.decode(chunk)
@@ -183,6 +212,15 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
         partial += "\ufffd"
     if line := partial.strip():
         yield [line]
+
+
+_WIDE = ("UTF-16", "UTF-32")
+"""The encodings a byte order mark tells besides UTF-8 (their text is not ASCII bytes)."""
+
+
+def _wide_xml(chunk: bytes, encoding: str | None) -> bool:
+    """Whether a UTF-16 or UTF-32 body (told by its byte order mark) starts as XML."""
+    return encoding in _WIDE and chunk[:512].decode(encoding, "ignore").lstrip().startswith("<")
 
 
 def _without_bom(chunk: bytes) -> bytes:
