@@ -22,7 +22,7 @@ import traceback
 from typing import Any, BinaryIO
 
 from sitemap_crawl.audit.crawl_audit import CrawlAudit, ResponseFacts
-from sitemap_crawl.memory import trim, tune_malloc
+from sitemap_crawl.memory import CHILD_MMAP_THRESHOLD, trim, tune_malloc
 from sitemap_crawl.parsing.stream import FileBody
 from sitemap_crawl.parsing.worker import SPOOL_MIN_SIZE, receive_body
 from sitemap_crawl.parsing.worker_protocol import read_frame, write_frame
@@ -82,7 +82,7 @@ def main(argv: list[Any] | None = None) -> None:
     """The process's entry point: stdin and stdout are the pipes to the crawl process."""
     gc.freeze()
     gc.set_threshold(50_000, 50, 1_000)  # few cycles here; many short-lived objects
-    tune_malloc()  # large blocks in their own mappings, given back when freed (sitemap_crawl.memory)
+    tune_malloc(CHILD_MMAP_THRESHOLD)  # blocks of 1 MiB and more in their own mappings (sitemap_crawl.memory)
     serve(sys.stdin.buffer, sys.stdout.buffer)
 
 

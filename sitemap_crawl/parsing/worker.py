@@ -22,7 +22,7 @@ try:
 except ImportError:  # pragma: no cover - not on Windows
     fcntl = None  # type: ignore[assignment]
 
-from sitemap_crawl.memory import trim, tune_malloc
+from sitemap_crawl.memory import CHILD_MMAP_THRESHOLD, trim, tune_malloc
 from sitemap_crawl.parsing.reader import SitemapReader
 from sitemap_crawl.parsing.stream import Body, FileBody
 from sitemap_crawl.parsing.worker_protocol import (
@@ -122,7 +122,7 @@ def main() -> None:
 
     gc.freeze()
     gc.set_threshold(50_000, 50, 1_000)
-    tune_malloc()
+    tune_malloc(CHILD_MMAP_THRESHOLD)
     source = sys.stdin.buffer
     sink = sys.stdout.buffer
     for stream in (source, sink):
