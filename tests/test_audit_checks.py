@@ -251,6 +251,37 @@ def test_index_lastmod_older_than_a_page_inside(said: str, newest: str, broken: 
     assert [(f.rule, f.sitemap_url, f.url) for f in found] == expected
 
 
+MOVED = "https://example.com/dir/moved.xml"
+
+
+@pytest.mark.parametrize("index_first", [True, False])
+def test_a_redirected_child_is_found_under_the_url_its_index_lists(index_first: bool) -> None:
+    # the index lists CHILD, which redirects to MOVED: its lastmod and its parent are CHILD's
+    audit = SiteAudit(None, now=NOW)
+    parent = index(CHILD, lastmod="<lastmod>2024-05-01</lastmod>")
+    child = urlset(url("https://example.com/dir/b", "<lastmod>2024-05-03</lastmod>"))
+    reads = [(parent, SITEMAP, None), (child, MOVED, CHILD)]
+    found = [
+        f
+        for body, where, asked in (reads if index_first else reads[::-1])
+        for f in audit.audit_sitemap(body, where, requested_url=asked)
+    ]
+    assert [(f.rule, f.sitemap_url, f.url) for f in found] == [("index-lastmod-older", SITEMAP, CHILD)]
+    nested = SiteAudit(None, now=NOW)
+    assert list(nested.audit_sitemap(index(CHILD), SITEMAP)) == []
+    found = list(nested.audit_sitemap(index("https://example.com/dir/c.xml"), MOVED, requested_url=CHILD))
+    assert [(f.rule, f.sitemap_url, f.url) for f in found] == [("nested-index", SITEMAP, MOVED)]
+
+
+def test_a_sitemap_declared_under_the_url_it_redirects_from() -> None:
+    # robots.txt declares CHILD; it redirects to MOVED, which may then list any page of the host
+    audit = SiteAudit(None, now=NOW)
+    list(audit.audit_robots(f"Sitemap: {CHILD}\n".encode(), "https://example.com/robots.txt"))
+    outside = urlset(url("https://example.com/elsewhere/a"))
+    assert list(audit.audit_sitemap(outside, MOVED, requested_url=CHILD)) == []
+    assert [f.rule for f in SiteAudit(None, now=NOW).audit_sitemap(outside, MOVED)] == ["outside-directory"]
+
+
 def _alternates(*hrefs: str) -> str:
     return "".join(f'<xhtml:link rel="alternate" hreflang="fr" href="{href}"/>' for href in hrefs)
 

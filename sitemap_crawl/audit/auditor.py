@@ -105,15 +105,20 @@ class SiteAudit:
         *,
         parent_url: str | None = None,
         cross_hosts: frozenset[str] = frozenset(),
+        requested_url: str | None = None,
     ) -> Iterator[Finding]:
         """Every finding of one sitemap body (an XML urlset or index, a text sitemap, a feed).
 
         ``body`` is bytes, or a FileBody (the audit process spools a large body to a file).
 
         ``parent_url`` is the index that listed it, if one did (read before it).
+        ``requested_url``: the URL asked for, when it redirected to ``sitemap_url`` (the URL
+        its index or robots.txt names: its parent, its index's lastmod for it and a
+        cross-submission are found under either).
         """
         facts = SitemapFacts()
-        place = self._place(sitemap_url, cross_hosts)
+        names = (sitemap_url,) if requested_url in (None, sitemap_url) else (sitemap_url, requested_url)
+        place = self._place(names, cross_hosts)
         listing = SitemapListing(self._site_pages)
         robots = self._page_robots(place)
         news = 0
@@ -140,9 +145,9 @@ class SiteAudit:
         self.kinds[sitemap_url] = facts.root or ""
         self.sitemap_pages[sitemap_url] = facts.entry_count
         if newest is not None:
-            yield from self._newest_lastmod(sitemap_url, *newest)
+            yield from self._newest_lastmod(names[-1], *newest)  # under the URL its index lists
         yield from self._document(facts, sitemap_url, news)
-        parent_url = parent_url or self.parents.get(sitemap_url)
+        parent_url = parent_url or next(filter(None, map(self.parents.get, names)), None)
         if parent_url is not None and facts.root == INDEX and self.kinds.get(parent_url) == INDEX:
             yield self.finding(rules.NESTED_INDEX, parent_url, sitemap_url, "a sitemap index listed by an index")
 
@@ -234,7 +239,7 @@ class SiteAudit:
         broken: list[tuple[int, Rule, str]] = []
         for position, rule, detail in check_urls(locs, place, cross_hosts):
             if rule is rules.OTHER_HOST:
-                other = self._other_host(locs[position], sitemap_url, detail)
+                other = self._other_host(locs[position], place.names, detail)
                 if other is None:
                     continue
                 detail = other
@@ -265,27 +270,29 @@ class SiteAudit:
     def _location(self, loc: str, place: SitemapPlace, cross_hosts: frozenset[str]) -> Iterator[Finding]:
         for rule, detail in check_url(loc, place, cross_hosts):
             if rule is rules.OTHER_HOST:
-                other = self._other_host(loc, place.url, detail)
+                other = self._other_host(loc, place.names, detail)
                 if other is None:
                     continue
                 detail = other
             yield self.finding(rule, place.url, loc, detail)
 
-    def _other_host(self, loc: str, sitemap_url: str, detail: str) -> str | None:
-        """The detail of an ``other-host`` finding, or None when the host cross-submits the sitemap."""
+    def _other_host(self, loc: str, names: tuple[str, ...], detail: str) -> str | None:
+        """The detail of an ``other-host`` finding, or None when the host cross-submits the
+        sitemap (under one of its ``names``: its URL, and the one asked for if it redirected)."""
         host = (urlsplit(loc).hostname or "").lower()
         robots_url = urljoin(loc, "/robots.txt")
-        if self.declarations.declares(host, sitemap_url):
+        if any(self.declarations.declares(host, name) for name in names):
             return None
         if self.declarations.read(host):
             return f"{detail}; {robots_url} was read and does not declare this sitemap"
         return f"{detail}; {robots_url} was not read before this sitemap (cross-submission not checked)"
 
-    def _place(self, sitemap_url: str, cross_hosts: frozenset[str]) -> SitemapPlace:
-        """Where the sitemap lives; its directory is the whole host when the host's robots.txt
-        declares it (the protocol's cross-submission: the site owner vouches for it)."""
-        place = SitemapPlace(sitemap_url)
-        if place.host in cross_hosts or self.declarations.declares(place.host, sitemap_url):
+    def _place(self, names: tuple[str, ...], cross_hosts: frozenset[str]) -> SitemapPlace:
+        """Where the sitemap lives (``names``: its URL, then the one asked for if it redirected);
+        its directory is the whole host when the host's robots.txt declares it under one of
+        them (the protocol's cross-submission: the site owner vouches for it)."""
+        place = SitemapPlace(*names)
+        if place.host in cross_hosts or any(self.declarations.declares(place.host, name) for name in names):
             place.declared_on_host()
         return place
 

@@ -90,7 +90,7 @@ class CrawlAudit:
             yield from audit.audit_fetch(url, final_url, status, content_type, known_path=role == KNOWN)
             head = body_head(body, 16)  # all it reads is whether the body starts as gzip
             yield from audit.audit_served(head, final_url, content_type, encoding)
-            yield from audit.audit_sitemap(body, final_url)
+            yield from audit.audit_sitemap(body, final_url, requested_url=url)
 
     def undecodable(self, site: str, url: str, encoding: str) -> Counter[str]:
         """A body the HTTP client cannot decode (its Content-Encoding is not what it holds)."""

@@ -29,11 +29,13 @@ class SitemapPlace:
     declares it: such a sitemap may live anywhere on the host and list any of its pages).
     """
 
-    __slots__ = ("directory", "host", "origin", "scheme", "url")
+    __slots__ = ("directory", "host", "names", "origin", "scheme", "url")
 
-    def __init__(self, sitemap_url: str) -> None:
+    def __init__(self, sitemap_url: str, requested_url: str | None = None) -> None:
         parts = urlsplit(sitemap_url)
         self.url = sitemap_url
+        self.names = (sitemap_url,) if requested_url is None else (sitemap_url, requested_url)
+        """Its URL, and the one asked for when that redirected to it (robots.txt may declare either)."""
         self.scheme = parts.scheme.lower()
         self.host = (parts.hostname or "").lower()
         self.directory = parts.path[: parts.path.rfind("/") + 1] or "/"
