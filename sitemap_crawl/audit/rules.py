@@ -93,7 +93,12 @@ NEWS_TOO_OLD = Rule("news-too-old", W, "values", "A news story published more th
 TOO_MANY_NEWS = Rule("too-many-news", E, "values", "More than 1,000 news URLs in one sitemap.", G)
 TOO_MANY_IMAGES = Rule("too-many-images", E, "values", "More than 1,000 images for one page.", G)
 HREFLANG_VALUE = Rule(
-    "hreflang-value", E, "values", "An hreflang that is not a language(-region) code or x-default.", G
+    "hreflang-value",
+    E,
+    "values",
+    "An hreflang that is not x-default or an ISO 639-1 language, with an optional ISO 15924 script"
+    " and ISO 3166-1 region (en-GB, zh-Hant-TW; not en-UK, es-419).",
+    G,
 )
 INDEX_LASTMOD_OLDER = Rule(
     "index-lastmod-older", W, "values", "An index's lastmod for a sitemap is older than the newest lastmod in it.", G

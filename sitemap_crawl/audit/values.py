@@ -9,6 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 from operator import attrgetter, itemgetter
 
 from sitemap_crawl.audit import rules
+from sitemap_crawl.audit.languages import is_hreflang
 from sitemap_crawl.audit.rules import Rule
 from sitemap_crawl.audit.scan import RawEntry
 from sitemap_crawl.parsing.fields import CHANGE_FREQUENCIES
@@ -22,7 +23,6 @@ _W3C_STRICT = (
 _W3C_LINES = re.compile(rf"(?:{_W3C_STRICT}\n)*{_W3C_STRICT}")
 """W3C Datetimes whose time and zone are in range, one a line (a batch's lastmods joined):
 with their days (:func:`_days_exist`), what :func:`parse_w3c` accepts."""
-_HREFLANG = re.compile(r"(?i)x-default|[a-z]{2,3}(-[a-z]{4})?(-([a-z]{2}|\d{3}))?")
 _FUTURE_SLACK = timedelta(days=1)  # time zones and clocks: a day ahead is not "the future"
 NEWS_MAX_AGE = timedelta(days=2)
 
@@ -87,7 +87,7 @@ def _check_extras(entry: RawEntry, now: datetime) -> Iterator[tuple[Rule, str]]:
     if entry.image_count > rules.MAX_IMAGES:
         yield rules.TOO_MANY_IMAGES, f"{entry.image_count} images"
     for hreflang, _href in entry.hreflangs:
-        if hreflang is None or not _HREFLANG.fullmatch(hreflang):
+        if hreflang is None or not is_hreflang(hreflang):
             yield rules.HREFLANG_VALUE, f"hreflang {hreflang!r}"
 
 
@@ -148,7 +148,7 @@ def check_entries(entries: list[RawEntry], now: datetime, lastmods: LastmodSumma
         assert newest is not None
         lastmods.consider(*newest, now)
     languages = {hreflang for entry in entries for hreflang, _href in entry.hreflangs}
-    odd_language = any(hreflang is None or not _HREFLANG.fullmatch(hreflang) for hreflang in languages)
+    odd_language = any(hreflang is None or not is_hreflang(hreflang) for hreflang in languages)
     return [
         (position, *broken)
         for position, entry in enumerate(entries)
