@@ -251,6 +251,20 @@ def test_index_lastmod_older_than_a_page_inside(said: str, newest: str, broken: 
     assert [(f.rule, f.sitemap_url, f.url) for f in found] == expected
 
 
+@pytest.mark.parametrize(
+    ("priority", "broken"),
+    [
+        *[("0.5", False), ("1", False), ("+0.5", False), (".5", False), ("0", False)],
+        *[("1.5", True), ("-0.1", True), ("1e-1", True), ("nan", True), ("1_0", True), ("\u0661", True)],
+        *[("high", True), (" ", True)],
+    ],
+)
+def test_a_priority_is_a_decimal_from_0_to_1(priority: str, broken: bool) -> None:
+    # xsd:decimal: float() also reads exponents, nan, underscores and other scripts' digits
+    found = findings_of(urlset(url(extra=f"<priority>{priority}</priority>")))
+    assert found == (["priority-range"] if broken else [])
+
+
 MOVED = "https://example.com/dir/moved.xml"
 
 

@@ -64,13 +64,8 @@ def check_entry(entry: RawEntry, now: datetime) -> Iterator[tuple[Rule, str]]:
     """The value rules one <url> entry breaks."""
     if entry.lastmod is not None:
         yield from check_lastmod(entry.lastmod, now)
-    if entry.priority is not None:
-        try:
-            priority = float(entry.priority)
-        except ValueError:
-            priority = float("nan")
-        if not 0.0 <= priority <= 1.0:
-            yield rules.PRIORITY_RANGE, f"priority {entry.priority[:50]!r}"
+    if entry.priority is not None and not _priority_ok(entry.priority):
+        yield rules.PRIORITY_RANGE, f"priority {entry.priority[:50]!r}"
     if entry.changefreq is not None and entry.changefreq not in CHANGE_FREQUENCIES:
         yield rules.CHANGEFREQ_VALUE, f"changefreq {entry.changefreq[:50]!r}"
     yield from _check_extras(entry, now)
@@ -207,10 +202,13 @@ _ZONE = itemgetter(slice(-6, None))
 
 
 def _priority_ok(text: str) -> bool:
-    try:
-        return 0.0 <= float(text) <= 1.0
-    except ValueError:
-        return False
+    """Whether ``text`` is the protocol's priority: an xsd:decimal (ASCII digits, no exponent)
+    from 0.0 to 1.0."""
+    return _DECIMAL.fullmatch(text) is not None and 0.0 <= float(text) <= 1.0
+
+
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+"""xsd:decimal's lexical form (``float`` also takes ``1e-1``, ``nan``, ``1_0`` and other digits)."""
 
 
 def _check_each(entries: list[RawEntry], now: datetime, lastmods: LastmodSummary) -> list[tuple[int, Rule, str]]:
