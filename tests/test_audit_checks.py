@@ -265,6 +265,21 @@ def test_a_priority_is_a_decimal_from_0_to_1(priority: str, broken: bool) -> Non
     assert found == (["priority-range"] if broken else [])
 
 
+@pytest.mark.parametrize(
+    ("published", "broken"),
+    [
+        ("2026-06-13T12:00:01Z", False),  # NOW is 2026-06-15T12:00Z: two days are 2026-06-13T12:00Z
+        ("2026-06-13T11:59:59Z", True),
+        ("2026-06-13", False),  # a date names its whole day, which ends after 2026-06-13T12:00Z
+        ("2026-06-12", True),  # ends at 2026-06-13T00:00Z
+        ("2026-06", False),
+        ("2026-05", True),
+    ],
+)
+def test_news_older_than_two_days(published: str, broken: bool) -> None:
+    assert findings_of(urlset(url(extra=news(published)))) == (["news-too-old"] if broken else [])
+
+
 MOVED = "https://example.com/dir/moved.xml"
 
 

@@ -77,7 +77,7 @@ def _check_extras(entry: RawEntry, now: datetime) -> Iterator[tuple[Rule, str]]:
         published = parse_w3c(text)
         if published is None:
             yield rules.LASTMOD_FORMAT, f"news publication_date {text[:100]!r}"
-        elif published < now - NEWS_MAX_AGE:
+        elif lastmod_period_end(text, published) < now - NEWS_MAX_AGE:  # a date: all of its day
             yield rules.NEWS_TOO_OLD, f"published {text}"
     if entry.image_count > rules.MAX_IMAGES:
         yield rules.TOO_MANY_IMAGES, f"{entry.image_count} images"
