@@ -117,8 +117,7 @@ class SiteAudit:
         cross-submission are found under either).
         """
         facts = SitemapFacts()
-        names = (sitemap_url,) if requested_url in (None, sitemap_url) else (sitemap_url, requested_url)
-        place = self._place(names, cross_hosts)
+        place = self._place(sitemap_url, requested_url, cross_hosts)
         listing = SitemapListing(self._site_pages)
         robots = self._page_robots(place)
         news = 0
@@ -145,9 +144,9 @@ class SiteAudit:
         self.kinds[sitemap_url] = facts.root or ""
         self.sitemap_pages[sitemap_url] = facts.entry_count
         if newest is not None:
-            yield from self._newest_lastmod(names[-1], *newest)  # under the URL its index lists
+            yield from self._newest_lastmod(place.names[-1], *newest)  # under the URL its index lists
         yield from self._document(facts, sitemap_url, news)
-        parent_url = parent_url or next(filter(None, map(self.parents.get, names)), None)
+        parent_url = parent_url or next(filter(None, map(self.parents.get, place.names)), None)
         if parent_url is not None and facts.root == INDEX and self.kinds.get(parent_url) == INDEX:
             yield self.finding(rules.NESTED_INDEX, parent_url, sitemap_url, "a sitemap index listed by an index")
 
@@ -287,12 +286,12 @@ class SiteAudit:
             return f"{detail}; {robots_url} was read and does not declare this sitemap"
         return f"{detail}; {robots_url} was not read before this sitemap (cross-submission not checked)"
 
-    def _place(self, names: tuple[str, ...], cross_hosts: frozenset[str]) -> SitemapPlace:
-        """Where the sitemap lives (``names``: its URL, then the one asked for if it redirected);
-        its directory is the whole host when the host's robots.txt declares it under one of
-        them (the protocol's cross-submission: the site owner vouches for it)."""
-        place = SitemapPlace(*names)
-        if place.host in cross_hosts or any(self.declarations.declares(place.host, name) for name in names):
+    def _place(self, sitemap_url: str, requested_url: str | None, cross_hosts: frozenset[str]) -> SitemapPlace:
+        """Where the sitemap lives; its directory is the whole host when the host's robots.txt
+        declares it, under its URL or the one it redirected from (the protocol's
+        cross-submission: the site owner vouches for it)."""
+        place = SitemapPlace(sitemap_url, requested_url)
+        if place.host in cross_hosts or any(self.declarations.declares(place.host, name) for name in place.names):
             place.declared_on_host()
         return place
 

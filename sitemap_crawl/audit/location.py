@@ -34,7 +34,7 @@ class SitemapPlace:
     def __init__(self, sitemap_url: str, requested_url: str | None = None) -> None:
         parts = urlsplit(sitemap_url)
         self.url = sitemap_url
-        self.names = (sitemap_url,) if requested_url is None else (sitemap_url, requested_url)
+        self.names = (sitemap_url,) if requested_url in (None, sitemap_url) else (sitemap_url, requested_url)
         """Its URL, and the one asked for when that redirected to it (robots.txt may declare either)."""
         self.scheme = parts.scheme.lower()
         self.host = (parts.hostname or "").lower()

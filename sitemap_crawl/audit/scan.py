@@ -3,7 +3,9 @@
 The page parser (sitemap_crawl.parsing) turns a bad lastmod into None and a relative
 <loc> into an absolute URL; the audit needs the text as written. This scan reads the
 body once more with lxml's pull parser (no recover pass, so a document that needs one
-is reported), keeping one entry at a time: memory stays bounded.
+is reported), keeping one entry at a time: memory stays bounded. A document without
+sitemap entries (a feed) is only checked by libxml2; a text sitemap is read a line at a
+time (:func:`text_lines`).
 """
 
 from __future__ import annotations
