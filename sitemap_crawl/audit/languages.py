@@ -2,8 +2,9 @@
 accepts in an hreflang (an ISO 639-1 language, optionally an ISO 15924 script, optionally an
 ISO 3166-1 alpha-2 region; or ``x-default``), compared without regard to case.
 
-The code lists as the ISO maintenance agencies publish them (2026); tests/test_audit_languages.py
-compares them with the system's iso-codes files where there are some.
+The code lists as the iso-codes project (Debian's ``iso-codes`` 4.15.0) records the ISO
+standards; tests/test_audit_languages.py compares them with the system's iso-codes files
+where there are some.
 """
 
 from __future__ import annotations
