@@ -280,6 +280,35 @@ def test_news_older_than_two_days(published: str, broken: bool) -> None:
     assert findings_of(urlset(url(extra=news(published)))) == (["news-too-old"] if broken else [])
 
 
+BROKEN_HOST = "https://[example.com/dir/b"  # urlsplit: "Invalid IPv6 URL"
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        (urlset(url(BROKEN_HOST), url("https://example.com/dir/a#x")), SITEMAP),
+        (index(BROKEN_HOST, "https://example.com/dir/a#x"), SITEMAP),
+        (f"{BROKEN_HOST}\nhttps://example.com/dir/a#x\n".encode(), "https://example.com/dir/sitemap.txt"),
+    ],
+    ids=["urlset", "index", "text"],
+)
+def test_a_loc_that_is_no_url_is_a_finding_and_the_next_are_checked(body: bytes, where: str) -> None:
+    # urlsplit raises on an unbalanced bracket: that raised out of the audit of the whole sitemap
+    found = [(f.rule, f.url, f.detail) for f in SiteAudit(None, now=NOW).audit_sitemap(body, where)]
+    assert found == [
+        ("unescaped-url", BROKEN_HOST, "not a URL: Invalid IPv6 URL"),
+        ("url-fragment", "https://example.com/dir/a#x", "fragment #x"),
+    ]
+
+
+def test_a_robots_sitemap_line_that_is_no_url() -> None:
+    audit = SiteAudit(None, now=NOW)
+    robots = f"Sitemap: {BROKEN_HOST}\nSitemap: https://example.com/dir/sitemap.xml\n".encode()
+    found = [(f.rule, f.url) for f in audit.audit_robots(robots, "https://example.com/robots.txt")]
+    assert found == [("relative-sitemap-line", BROKEN_HOST)]
+    assert audit.declared == {"https://example.com/dir/sitemap.xml"}
+
+
 MOVED = "https://example.com/dir/moved.xml"
 
 

@@ -290,3 +290,19 @@ def test_an_unknown_known_paths_mode_stops_the_crawl_with_one_line(
     assert "SITEMAP_CRAWL_KNOWN_PATHS_MODE must be always or fallback, not 'sometimes'" in result.log
     assert "Traceback" not in result.log
     assert site.paths() == []
+
+
+def test_sitemap_urls_no_request_can_be_made_of_do_not_stop_the_crawl(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # Scrapy's Request raises ValueError on these: the crawl hung, its sitemap never done
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/sitemap.xml", "https://[broken/robots.xml"),
+            "/sitemap.xml": sitemapindex("https://[broken/x.xml", "https://127.0.0.1:99999/y.xml", "{base}/pages.xml"),
+            "/pages.xml": urlset("{base}/a", "https://[broken/page", "{base}/b"),
+        }
+    )
+    result = crawl({"homepage": site.base}, settings=FAST, timeout=60)
+    result.assert_ok()
+    assert sorted(page["url"] for page in result.pages) == [site.url("/a"), site.url("/b")]

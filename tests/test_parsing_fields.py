@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urljoin
+
 import pytest
 
 from sitemap_crawl.parsing.fields import (
@@ -158,6 +160,29 @@ def test_unknown_change_frequency_is_none(raw: str | None) -> None:
 )
 def test_resolve_url(raw: str | None, expected: str | None) -> None:
     assert resolve_url(raw, SITEMAP_URL) == expected
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "https://[www.example.org/a",  # an unbalanced bracket: urlsplit raises "Invalid IPv6 URL"
+        "http://a]b.example.org/",
+        "//[cdn.example.net/x",
+        "https://www.example.org:99999/a",  # Scrapy's Request raises on these ports
+        "https://www.example.org:http/a",
+        "https://www.ex\uff03ample.org/",  # a netloc that NFKC normalisation would change
+    ],
+)
+def test_resolve_url_drops_urls_no_request_can_be_made_of(raw: str) -> None:
+    assert resolve_url(raw, SITEMAP_URL) is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["https://[::1]:8080/a", "https://www.example.org:8080/a", "/a[1]?t=10:00", "https://bücher.example/"],
+)
+def test_resolve_url_keeps_brackets_ports_and_colons_that_are_fine(raw: str) -> None:
+    assert resolve_url(raw, SITEMAP_URL) == urljoin(SITEMAP_URL, raw)
 
 
 def test_resolve_url_keeps_the_base_scheme_for_protocol_relative_values() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import gzip
+from urllib.parse import urljoin
 
 import pytest
 
@@ -296,3 +297,13 @@ def test_a_binary_robots_txt_is_not_a_robots_txt() -> None:
 def test_a_robots_txt_with_a_few_odd_bytes_is_still_text() -> None:
     body = b"# caf\xe9 \xe0 la carte\nUser-agent: *\nDisallow: /tmp\nSitemap: https://www.example.org/s.xml\n"
     assert sitemaps(body) == ["https://www.example.org/s.xml"]
+
+
+def test_sitemap_lines_no_request_can_be_made_of_are_skipped() -> None:
+    text = (
+        "Sitemap: https://[broken/a.xml\nSitemap: https://example.com:99999/b.xml\nSitemap: [c/d.xml\nSitemap: /e.xml\n"
+    )
+    assert sitemap_urls_from_robots(text, ROBOTS_URL) == [
+        urljoin(ROBOTS_URL, "[c/d.xml"),
+        urljoin(ROBOTS_URL, "/e.xml"),
+    ]

@@ -55,6 +55,14 @@ _POSITION = itemgetter(0)
 _NEWS_DATES = attrgetter("news_dates")
 
 
+def _child_url(index_url: str, loc: str) -> str | None:
+    """An index's <loc> made absolute, or None when it is no URL (its location finding says so)."""
+    try:
+        return urljoin(index_url, loc)
+    except ValueError:
+        return None
+
+
 class SiteAudit:
     """The audit of one website: feed it each sitemap body; it yields findings.
 
@@ -132,11 +140,14 @@ class SiteAudit:
                 loc = entry.loc
                 assert loc is not None
                 yield from self._location(loc, place, cross_hosts)
-                self.parents.setdefault(urljoin(sitemap_url, loc), sitemap_url)
+                child = _child_url(sitemap_url, loc)
+                if child is not None:
+                    self.parents.setdefault(child, sitemap_url)
                 if entry.lastmod is not None:
                     for rule, detail in check_lastmod(entry.lastmod, self.now):
                         yield self.finding(rule, sitemap_url, loc, detail)
-                    yield from self._index_lastmod(sitemap_url, urljoin(sitemap_url, loc), entry.lastmod)
+                    if child is not None:
+                        yield from self._index_lastmod(sitemap_url, child, entry.lastmod)
         newest = lastmods.newest
         if facts.root is None and facts.error is None:
             yield from self._text_sitemap(body, sitemap_url, place, cross_hosts)

@@ -40,9 +40,14 @@ def check_robots(
             continue
         count += 1
         value = match.group(1)
-        parts = urlsplit(value)
+        try:
+            parts = urlsplit(value)
+            absolute = urljoin(robots_url, value)
+        except ValueError as exc:  # an unbalanced [ or ] in the host: no URL at all
+            yield rules.RELATIVE_SITEMAP_LINE, value, f"Sitemap: {value[:200]!r} is not a URL ({exc})"
+            continue
         if declared is not None and value:
-            declared.add(urljoin(robots_url, value))
+            declared.add(absolute)
         if not parts.scheme or not parts.netloc:
             yield rules.RELATIVE_SITEMAP_LINE, value or None, f"Sitemap: {value[:200]!r} is not an absolute URL"
     if count == 0:

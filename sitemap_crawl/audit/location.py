@@ -60,7 +60,11 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
         if not path.startswith(place.directory):
             yield _outside(path, place)
         return
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unbalanced [ or ] in the host (or a netloc NFKC would change)
+        yield rules.UNESCAPED_URL, f"not a URL: {exc}"
+        return
     if not parts.scheme or not parts.netloc:
         yield rules.RELATIVE_URL, f"<loc>{url[:200]}</loc> has no scheme and host"
         return

@@ -6,7 +6,7 @@ import math
 import re
 from datetime import UTC, date, datetime
 from functools import lru_cache
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 CHANGE_FREQUENCIES = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 DEFAULT_PRIORITY = 0.5
@@ -151,20 +151,49 @@ def resolve_url(text: str | None, base_url: str) -> str | None:
         return None
     value = text.strip()
     if value.startswith(_HTTP_SCHEMES):  # the common case: already absolute
-        return _quote_whitespace(value) if _has_whitespace(value) else value
+        url = _quote_whitespace(value) if _has_whitespace(value) else value
+        return url if usable_url(url) else None
     if not value:
         return None
     head = value[:8].lower()
     if head.startswith(_HTTP_SCHEMES):
         scheme, _, rest = value.partition(":")
         value = scheme.lower() + ":" + rest
-        return _quote_whitespace(value) if _has_whitespace(value) else value
+        url = _quote_whitespace(value) if _has_whitespace(value) else value
+        return url if usable_url(url) else None
     if _INNER_WHITESPACE.search(value):
         value = _quote_whitespace(value)
-    resolved = urljoin(base_url, value)
-    if resolved.startswith("http://") or resolved.startswith("https://"):
+    try:
+        resolved = urljoin(base_url, value)
+    except ValueError:  # an unbalanced [ or ] in the host
+        return None
+    if (resolved.startswith("http://") or resolved.startswith("https://")) and usable_url(resolved):
         return resolved
     return None
+
+
+def usable_url(url: str) -> bool:
+    """Whether ``url`` splits into parts with a port that is a number from 0 to 65535: what a
+    Scrapy Request needs (it raises ValueError otherwise, as for ``https://[host/`` or
+    ``https://host:99999/``).
+
+    Only a URL with a second colon, a bracket or a character beyond ASCII is looked at
+    further (the others cannot fail: a few C-speed scans), and then only its
+    ``scheme://netloc`` part, once per distinct one: what urlsplit can fail on is there.
+    """
+    if url.count(":") < 2 and "[" not in url and "]" not in url and url.isascii():
+        return True
+    end = url.find("/", 8)  # the first slash after "https://" and the netloc's first character
+    return _usable_origin(url if end < 0 else url[:end])
+
+
+@lru_cache(maxsize=4096)
+def _usable_origin(origin: str) -> bool:
+    try:
+        urlsplit(origin).port  # noqa: B018 - raises on a port that is not one
+    except ValueError:
+        return False
+    return True
 
 
 _HTTP_SCHEMES = ("http://", "https://")

@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterable, Iterator
 from urllib.parse import urljoin, urlsplit
 
+from sitemap_crawl.parsing.fields import usable_url
+
 _DIRECTIVE = re.compile(r"^[\s\ufeff]*(?:ï»¿)?[\s\ufeff]*site-?maps?\s*:(.*)$", re.IGNORECASE)
 _VALUE_JUNK = " \t\xa0\u200b\ufeffÂ"
 _HOST_LIKE = re.compile(r"^[\w-]+(?:\.[\w-]+)*\.([a-z]{2,})(?::\d+)?/", re.IGNORECASE)
@@ -179,14 +181,20 @@ def iter_sitemap_urls(lines: Iterable[str | None], robots_url: str) -> Iterator[
 
 
 def _absolute(value: str, robots_url: str) -> str | None:
+    """The sitemap URL a Sitemap: value names, or None (not http(s), or no usable URL)."""
     lowered = value.lower()
     if lowered.startswith(("http://", "https://")):
         scheme, _, rest = value.partition(":")
-        return scheme.lower() + ":" + rest
-    if "://" in value:
+        url = scheme.lower() + ":" + rest
+    elif "://" in value:
         return None
-    host_like = _HOST_LIKE.match(value)
-    if host_like is not None and host_like.group(1).lower() not in _FILE_EXTENSIONS:
-        return f"{urlsplit(robots_url).scheme}://{value}"
-    resolved = urljoin(robots_url, value)
-    return resolved if resolved.startswith(("http://", "https://")) else None
+    elif (host_like := _HOST_LIKE.match(value)) is not None and host_like.group(1).lower() not in _FILE_EXTENSIONS:
+        url = f"{urlsplit(robots_url).scheme}://{value}"
+    else:
+        try:
+            url = urljoin(robots_url, value)
+        except ValueError:  # an unbalanced [ or ] in the host
+            return None
+        if not url.startswith(("http://", "https://")):
+            return None
+    return url if usable_url(url) else None
