@@ -7,6 +7,7 @@ import re
 from urllib.parse import urlsplit
 
 from sitemap_crawl.discovery.since import Since, SinceError, parse_since, parse_undated
+from sitemap_crawl.parsing.fields import usable_url
 
 logger = logging.getLogger("sitemap_crawl")
 
@@ -55,8 +56,8 @@ def parse_regex(name: str, value: object) -> re.Pattern[str] | None:
 def parse_homepage(value: object, normalize: bool) -> str:
     """An http(s) homepage URL, reduced to scheme://host[:port]/ when ``normalize``."""
     text = str(value).strip()
-    parts = urlsplit(text)
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+    parts = urlsplit(text) if usable_url(text) else None  # an unbalanced [ or a bad port: none
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.netloc:
         raise SpiderArgumentError(f"homepage={text!r} is not an http(s) URL (example: https://www.example.org/)")
     scheme = parts.scheme.lower()
     if normalize:
@@ -71,7 +72,7 @@ def parse_sitemap_urls(value: object) -> list[str]:
     """Start sitemap URLs (http, https or file)."""
     urls = parse_list(value)
     for url in urls:
-        scheme = urlsplit(url).scheme.lower()
+        scheme = urlsplit(url).scheme.lower() if usable_url(url) else ""
         if scheme not in ("http", "https", "file"):
             raise SpiderArgumentError(f"sitemap_urls: {url!r} is not an http, https or file URL")
     return urls

@@ -21,14 +21,18 @@ def test_homepages_are_normalised_deduplicated_and_bad_lines_reported(caplog: py
         "https://shop.example/\n",  # the same site again
         "  http://blog.example:8080/post  \n",
         "not a url\n",
+        "https://[shop.example/\n",  # urlsplit raises on these, Scrapy's Request too:
+        "https://shop.example:99999/\n",  # one such line stopped the whole run
     ]
     homepages = HomepageList(lines, "sites.txt")
     assert list(homepages) == ["https://shop.example/", "http://blog.example:8080/"]
-    assert (homepages.taken, homepages.repeated, homepages.skipped) == (2, 1, 2)
+    assert (homepages.taken, homepages.repeated, homepages.skipped) == (2, 1, 4)
     errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
     assert errors == [
         "sites.txt line 4: 'ftp://files.example/' is not an http(s) URL; skipped",
         "sites.txt line 7: 'not a url' is not an http(s) URL; skipped",
+        "sites.txt line 8: 'https://[shop.example/' is not an http(s) URL; skipped",
+        "sites.txt line 9: 'https://shop.example:99999/' is not an http(s) URL; skipped",
     ]
 
 
