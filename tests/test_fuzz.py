@@ -24,11 +24,13 @@ import gzip
 import itertools
 import os
 import zlib
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from sitemap_crawl.audit.auditor import SiteAudit
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.parsing import Limits, SitemapReader, parse_sitemap
 from sitemap_crawl.parsing.robots import iter_robots_lines, sitemap_urls_from_robots
@@ -104,6 +106,10 @@ SNIPPETS = [
     b"Sitemap:\n",
     b"http://a/page\n",
     b"\xc3\x28\xe2\x82",
+    b"<sitemap><loc>https://[a/s.xml</loc></sitemap>",  # no Request can be made of these
+    b"<url><loc>http://a:99999/p</loc></url>",
+    b"Sitemap: https://a]b/s.xml\n",
+    b"[",
 ]
 
 
@@ -161,6 +167,8 @@ def assert_well_formed(body: bytes, is_robots: bool, limits: Limits) -> None:
         assert isinstance(page, SitemapPage)
         assert page.url.startswith(("http://", "https://")), page.url
         assert 0.0 <= page.priority <= 1.0
+    for url in [page.url for page in result.pages] + list(result.sub_sitemaps):
+        urlsplit(url).port  # noqa: B018 - what Scrapy's Request needs: it raises on no port
     assert len(result.sub_sitemaps) <= limits.max_index_children
     assert len(set(result.sub_sitemaps)) == len(result.sub_sitemaps)
     page_urls = [page.url for page in result.pages]
@@ -194,6 +202,18 @@ def test_arbitrary_bytes_never_raise(body: bytes, is_robots: bool) -> None:
 )
 def test_hostile_fragments_never_raise(body: bytes, is_robots: bool) -> None:
     assert_well_formed(body, is_robots, SMALL)
+
+
+@needs_corpus
+@bounded(150)
+@given(body=mutated(corpus_files), text=st.booleans())
+def test_the_audit_of_mutated_corpus_files_never_raises(body: bytes, text: bool) -> None:
+    # (the audit process reports a sitemap whose checks raise, and loses its findings)
+    audit = SiteAudit("https://fuzz.example/")
+    list(audit.audit_robots(body, "https://fuzz.example/robots.txt", "*"))
+    where = SITEMAP_URL.replace(".xml", ".txt") if text else SITEMAP_URL
+    list(audit.audit_sitemap(body, where, requested_url="https://fuzz.example/old.xml"))
+    list(audit.finish())
 
 
 @bounded(200)
