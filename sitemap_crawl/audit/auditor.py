@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from operator import attrgetter, itemgetter
 from urllib.parse import urljoin, urlsplit
@@ -357,18 +357,26 @@ class SiteAudit:
                 rules.INDEX_LASTMOD_OLDER, index_url, child_url, f"the index says {said}, a page in it {newest}"
             )
 
-    def _document(self, facts: SitemapFacts, sitemap_url: str, news: int) -> Iterator[Finding]:
+    def _bytes(self, facts: SitemapFacts, sitemap_url: str) -> Generator[Finding, None, bool]:
+        """What a document's bytes say, XML or text: its encoding, a byte that is not UTF-8,
+        where it breaks (the XML parser's or the gzip stream's error), its size. Returns True
+        when the parser stopped on that byte (the document is not otherwise broken)."""
         if not is_utf8(facts.encoding):
             yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"encoding {facts.encoding}")
         if facts.bad_utf8 is not None:
             yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"byte {facts.bad_utf8:,} is not UTF-8")
             if facts.error is not None and "encoding" in facts.error:
-                return  # lxml stopped on the same byte: the document is not otherwise broken
+                return True
         if facts.error is not None:
             rule = rules.UNESCAPED_ENTITY if _UNESCAPED.search(facts.error) else rules.INVALID_DOCUMENT
             yield self.finding(rule, sitemap_url, None, facts.error[:300])
         if facts.size > rules.MAX_BYTES:
             yield self.finding(rules.TOO_LARGE, sitemap_url, None, f"more than {facts.size:,} bytes uncompressed")
+        return False
+
+    def _document(self, facts: SitemapFacts, sitemap_url: str, news: int) -> Iterator[Finding]:
+        if (yield from self._bytes(facts, sitemap_url)):
+            return  # lxml stopped on the byte that is not UTF-8
         if facts.root in _FEEDS:
             return
         if facts.root not in (URLSET, INDEX):
@@ -404,13 +412,6 @@ class SiteAudit:
         if count == 0 and facts.error is None:
             what = "an empty body" if facts.size == 0 else "a text sitemap with no URL"
             yield self.finding(rules.EMPTY_SITEMAP, sitemap_url, None, what)
-        if not is_utf8(facts.encoding):
-            yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"encoding {facts.encoding}")
-        if facts.bad_utf8 is not None:
-            yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"byte {facts.bad_utf8:,} is not UTF-8")
-        if facts.error is not None:
-            yield self.finding(rules.INVALID_DOCUMENT, sitemap_url, None, facts.error[:300])
-        if facts.size > rules.MAX_BYTES:
-            yield self.finding(rules.TOO_LARGE, sitemap_url, None, f"more than {facts.size:,} bytes uncompressed")
+        yield from self._bytes(facts, sitemap_url)  # (its only error is the gzip stream's)
         if count > rules.MAX_URLS:
             yield self.finding(rules.TOO_MANY_URLS, sitemap_url, None, f"{count:,} URLs")
