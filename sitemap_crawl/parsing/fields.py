@@ -150,17 +150,18 @@ def resolve_url(text: str | None, base_url: str) -> str | None:
     if text is None:
         return None
     value = text.strip()
-    if value.startswith(_HTTP_SCHEMES):  # the common case: already absolute
-        url = _quote_whitespace(value) if _has_whitespace(value) else value
-        return url if usable_url(url) else None
-    if not value:
-        return None
-    head = value[:8].lower()
-    if head.startswith(_HTTP_SCHEMES):
+    if not value.startswith(_HTTP_SCHEMES):  # (the common case is: already absolute)
+        if not value[:8].lower().startswith(_HTTP_SCHEMES):
+            return _resolve_relative(value, base_url)
         scheme, _, rest = value.partition(":")
         value = scheme.lower() + ":" + rest
-        url = _quote_whitespace(value) if _has_whitespace(value) else value
-        return url if usable_url(url) else None
+    url = _quote_whitespace(value) if _has_whitespace(value) else value
+    return url if usable_url(url) else None
+
+
+def _resolve_relative(value: str, base_url: str) -> str | None:
+    if not value:
+        return None
     if _INNER_WHITESPACE.search(value):
         value = _quote_whitespace(value)
     try:

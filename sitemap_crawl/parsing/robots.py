@@ -5,9 +5,9 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Iterable, Iterator
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
-from sitemap_crawl.parsing.fields import usable_url
+from sitemap_crawl.parsing.fields import resolve_url
 
 _DIRECTIVE = re.compile(r"^[\s\ufeff]*(?:ï»¿)?[\s\ufeff]*site-?maps?\s*:(.*)$", re.IGNORECASE)
 _VALUE_JUNK = " \t\xa0\u200b\ufeffÂ"
@@ -182,19 +182,9 @@ def iter_sitemap_urls(lines: Iterable[str | None], robots_url: str) -> Iterator[
 
 def _absolute(value: str, robots_url: str) -> str | None:
     """The sitemap URL a Sitemap: value names, or None (not http(s), or no usable URL)."""
-    lowered = value.lower()
-    if lowered.startswith(("http://", "https://")):
-        scheme, _, rest = value.partition(":")
-        url = scheme.lower() + ":" + rest
-    elif "://" in value:
+    if "://" in value and not value.lower().startswith(("http://", "https://")):
         return None
-    elif (host_like := _HOST_LIKE.match(value)) is not None and host_like.group(1).lower() not in _FILE_EXTENSIONS:
-        url = f"{urlsplit(robots_url).scheme}://{value}"
-    else:
-        try:
-            url = urljoin(robots_url, value)
-        except ValueError:  # an unbalanced [ or ] in the host
-            return None
-        if not url.startswith(("http://", "https://")):
-            return None
-    return url if usable_url(url) else None
+    host_like = _HOST_LIKE.match(value)
+    if host_like is not None and host_like.group(1).lower() not in _FILE_EXTENSIONS:
+        value = f"{urlsplit(robots_url).scheme}://{value}"  # a bare host and path
+    return resolve_url(value, robots_url)
