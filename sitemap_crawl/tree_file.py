@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import IO, Any
 
@@ -83,9 +83,9 @@ class TreeFile:
             elif self.lines:
                 self._stream = self.path.open("w", encoding="utf-8")  # a new run starts the file anew
             else:
-                handle, name = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-                self._temporary = Path(name)
-                self._stream = os.fdopen(handle, "w", encoding="utf-8")
+                # a name of its own, opened as a new file: mkstemp's would keep mode 0600
+                self._temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+                self._stream = self._temporary.open("x", encoding="utf-8")
         return self._stream
 
     def _finish(self, stream: IO[str]) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 from sitemap_crawl.tree_file import TreeFile
@@ -63,3 +65,15 @@ def test_an_appending_lines_file_keeps_earlier_lines_and_ends_a_cut_one(tmp_path
     fresh.add({"url": "http://d.test/"})
     fresh.close()
     assert (tmp_path / "new.jsonl").read_text("utf-8") == '{"url": "http://d.test/"}\n'
+
+
+def test_a_json_tree_file_gets_the_mode_the_umask_gives_like_the_feeds(tmp_path: Path) -> None:
+    old_umask = os.umask(0o022)
+    try:
+        writer = TreeFile(tmp_path / "tree.json", many_sites=False)
+        writer.add(tree("https://a.example/"))
+        writer.close()
+    finally:
+        os.umask(old_umask)
+    # the temporary file it is written to and renamed from was 0600 (mkstemp's mode)
+    assert stat.S_IMODE((tmp_path / "tree.json").stat().st_mode) == 0o644
