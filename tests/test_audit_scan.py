@@ -186,3 +186,28 @@ def test_an_entity_xml_does_not_define_is_an_unescaped_entity(body: bytes) -> No
     found = list(SiteAudit(None, now=NOW).audit_sitemap(body, "https://example.com/sitemap.xml"))
     assert [finding.rule for finding in found] == ["unescaped-entity"]
     assert "Entity 'nbsp' not defined, line 1" in found[0].detail  # libxml2's error, not lxml's "no element found"
+
+
+WIDE_URLSET = f'<urlset xmlns="{SITEMAP_NS}"><url><loc>https://example.com/a</loc></url><url><loc>https://example.com/b</loc></url></urlset>'
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding"),
+    [
+        (codecs.BOM_UTF32_LE + WIDE_URLSET.encode("utf-32-le"), "UTF-32"),
+        (codecs.BOM_UTF32_BE + WIDE_URLSET.encode("utf-32-be"), "UTF-32"),
+        (WIDE_URLSET.encode("utf-32-le"), "UTF-32"),
+        (WIDE_URLSET.encode("utf-32-be"), "UTF-32"),
+        (codecs.BOM_UTF16_BE + WIDE_URLSET.encode("utf-16-be"), "UTF-16"),
+        (WIDE_URLSET.encode("utf-16-le"), "UTF-16"),
+        (WIDE_URLSET.encode("utf-16-be"), "UTF-16"),
+    ],
+    ids=["utf-32-le BOM", "utf-32-be BOM", "utf-32-le", "utf-32-be", "utf-16-be BOM", "utf-16-le", "utf-16-be"],
+)
+def test_an_xml_sitemap_in_utf16_or_utf32_is_read_as_xml(body: bytes, encoding: str) -> None:
+    # with a BOM of UTF-32, libxml2's push parser found no root (invalid-document); without
+    # a BOM, the scan took the document for a text sitemap (a relative-url of NUL bytes)
+    audit = SiteAudit(None, now=NOW)
+    found = [(finding.rule, finding.detail) for finding in audit.audit_sitemap(body, "https://example.com/s.xml")]
+    assert found == [("not-utf8", f"encoding {encoding}")]
+    assert audit.sitemap_pages == {"https://example.com/s.xml": 2}

@@ -230,6 +230,13 @@ ENCODED_URLS = ["https://www.example.org/café", "https://www.example.org/a"]
         (_document("UTF-16").encode("utf-16-le").join([codecs.BOM_UTF16_LE, b""]), "utf-16-le BOM"),
         (_document("UTF-16").encode("utf-16-be").join([codecs.BOM_UTF16_BE, b""]), "utf-16-be BOM"),
         (codecs.BOM_UTF16_LE + _document(None).encode("utf-16-le"), "utf-16-le BOM, no declaration"),
+        (_document(None).encode("utf-16-le"), "utf-16-le, no BOM, no declaration"),
+        (_document(None).encode("utf-16-be"), "utf-16-be, no BOM, no declaration"),
+        # libxml2's push parser stops at a UTF-32 BOM, which fromstring reads
+        (codecs.BOM_UTF32_LE + _document("UTF-32").encode("utf-32-le"), "utf-32-le BOM"),
+        (codecs.BOM_UTF32_BE + _document("UTF-32").encode("utf-32-be"), "utf-32-be BOM"),
+        (codecs.BOM_UTF32_LE + _document(None).encode("utf-32-le"), "utf-32-le BOM, no declaration"),
+        (_document(None).encode("utf-32-be"), "utf-32-be, no BOM, no declaration"),
         (_document("ISO-8859-1").encode("latin-1"), "iso-8859-1 declared"),
         (_document("windows-1252").encode("cp1252"), "windows-1252 declared"),
         (_document("utf-8").replace('"utf-8"', "'utf-8'").replace('version="1.0"', "version='1.0'").encode(), "quotes"),
@@ -242,6 +249,14 @@ def test_encodings_are_honoured(body: bytes, label: str) -> None:
 def test_gzip_utf16_document() -> None:
     body = gzip.compress(codecs.BOM_UTF16_LE + _document("UTF-16").encode("utf-16-le"))
     assert summary(body) == ("xml_urlset", None, ENCODED_URLS)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-32-le"])
+def test_a_wide_document_cut_off_keeps_its_complete_entries_and_is_truncated(encoding: str) -> None:
+    body = _document(None).encode(encoding)
+    last_end = body.rindex("</url>".encode(encoding))
+    cut = body[: last_end + len("</u".encode(encoding))]
+    assert summary(cut) == ("xml_urlset", "truncated", ENCODED_URLS[:1])
 
 
 def test_non_ascii_sjis_document() -> None:

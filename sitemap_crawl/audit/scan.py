@@ -18,8 +18,18 @@ from typing import Any, cast
 
 from lxml import etree
 
-from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body, FileBody, StreamError, gunzip_chunks, iter_chunks
-from sitemap_crawl.parsing.xml import local_name
+from sitemap_crawl.parsing.stream import (
+    GZIP_MAGIC,
+    UTF16_STARTS,
+    UTF32_STARTS,
+    Body,
+    FileBody,
+    StreamError,
+    gunzip_chunks,
+    iter_chunks,
+    leading_text,
+)
+from sitemap_crawl.parsing.xml import local_name, push_parser_start
 
 SITEMAP_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
 URLSET = "urlset"
@@ -71,12 +81,17 @@ def is_utf8(encoding: str | None) -> bool:
 
 
 def declared_encoding(head: bytes) -> str | None:
-    """The encoding a byte order mark or the XML declaration names, or None (UTF-8 by default)."""
+    """The encoding a byte order mark or the XML declaration names, or None (UTF-8 by default);
+    without a mark, a ``<`` in UTF-32 or UTF-16 (the XML specification's appendix F)."""
     for bom, name in _BOMS:
         if head.startswith(bom):
             return name
     if head.startswith(codecs.BOM_UTF8):
         return "UTF-8"
+    if head.startswith(UTF32_STARTS):
+        return "UTF-32"
+    if head.startswith(UTF16_STARTS):
+        return "UTF-16"
     match = _ENCODING.match(head[:200])
     return match.group(1).decode("ascii") if match else None
 
@@ -127,13 +142,15 @@ def scan_batches(body: Body, facts: SitemapFacts) -> Iterator[list[RawEntry]]:
             if first:
                 first = False
                 facts.encoding = declared_encoding(chunk)
-                if not (_without_bom(chunk).lstrip().startswith(b"<") or _wide_xml(chunk, facts.encoding)):
+                if not leading_text(chunk).startswith("<"):
                     return
                 if is_utf8(facts.encoding):
                     utf8 = codecs.getincrementaldecoder("utf-8")()
             if utf8 is not None:
                 utf8 = _check_utf8(utf8, chunk, offset, facts)
-                offset += len(chunk)
+            if not offset:
+                chunk = push_parser_start(chunk)
+            offset += len(chunk)
             for batch in reader.feed(chunk):
                 if batch:
                     yield batch
@@ -164,8 +181,8 @@ def _checker_error(body: Body) -> str | None:
     what the pull parser did not), or None."""
     checker = _checker()
     try:
-        for chunk in _chunks(body, SitemapFacts()):
-            checker.feed(chunk)
+        for index, chunk in enumerate(_chunks(body, SitemapFacts())):
+            checker.feed(push_parser_start(chunk) if index == 0 else chunk)
         checker.close()
     except (etree.XMLSyntaxError, StreamError) as exc:
         return str(exc)
@@ -218,15 +235,6 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
 
 _WIDE = ("UTF-16", "UTF-32")
 """The encodings a byte order mark tells besides UTF-8 (their text is not ASCII bytes)."""
-
-
-def _wide_xml(chunk: bytes, encoding: str | None) -> bool:
-    """Whether a UTF-16 or UTF-32 body (told by its byte order mark) starts as XML."""
-    return encoding in _WIDE and chunk[:512].decode(encoding, "ignore").lstrip().startswith("<")
-
-
-def _without_bom(chunk: bytes) -> bytes:
-    return chunk[len(codecs.BOM_UTF8) :] if chunk.startswith(codecs.BOM_UTF8) else chunk
 
 
 def _parser(events: tuple[Any, ...], tag: str | None = None) -> etree.XMLPullParser:

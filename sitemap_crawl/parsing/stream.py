@@ -17,6 +17,10 @@ _SNIFF_SIZE = 1024
 _WHITESPACE = b" \t\r\n\x0c"
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _UTF32_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
+UTF32_STARTS = (b"<\x00\x00\x00", b"\x00\x00\x00<")
+"""How XML in UTF-32 without a byte order mark starts (little, big endian)."""
+UTF16_STARTS = (b"<\x00", b"\x00<")
+"""How XML in UTF-16 without a byte order mark starts (also the start of UTF-32's)."""
 
 
 class StreamError(Exception):
@@ -176,7 +180,9 @@ def leading_text(head: bytes) -> str:
         encoding = "utf-32"
     elif head.startswith(_UTF16_BOMS):
         encoding = "utf-16"
-    elif head[:2] == b"<\x00" or head[:2] == b"\x00<":
+    elif head.startswith(UTF32_STARTS):
+        encoding = "utf-32-le" if head[0] == 0x3C else "utf-32-be"
+    elif head.startswith(UTF16_STARTS):
         encoding = "utf-16-le" if head[0] == 0x3C else "utf-16-be"
     else:
         return (

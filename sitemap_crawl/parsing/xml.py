@@ -9,6 +9,7 @@ no DTD is loaded and nothing is fetched.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import functools
 import re
@@ -30,7 +31,7 @@ from sitemap_crawl.parsing.fields import (
     resolve_url,
     split_list,
 )
-from sitemap_crawl.parsing.stream import StreamError
+from sitemap_crawl.parsing.stream import UTF16_STARTS, UTF32_STARTS, StreamError
 
 _ROOT_SCAN_LIMIT = 1 << 20
 FEED_SIZE = 32 * 1024
@@ -103,6 +104,8 @@ def find_root_name(chunks: Iterator[bytes]) -> tuple[str | None, str | None, lis
     size = 0
     try:
         for chunk in chunks:
+            if not seen:
+                chunk = push_parser_start(chunk)
             seen.append(chunk)
             for start in range(0, len(chunk), _ROOT_SCAN_STEP):
                 parser.feed(chunk[start : start + _ROOT_SCAN_STEP])
@@ -145,19 +148,19 @@ def iter_entries(
     produced = 0
     line_count = 1
     last_line_length = 0  # in characters, as libxml2 counts columns
-    wide: bool | None = None  # UTF-16/32: two or four bytes a character
+    width: int | None = None  # bytes a character: 2 in UTF-16, 4 in UTF-32, else UTF-8's count
     strict = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **_parser_options(recover=False))
     read_entry = dialect.reader(raw)
     try:
         for chunk in make_chunks():
-            if wide is None:
-                wide = chunk[:2] in _WIDE_STARTS
+            if width is None:
+                width = 4 if chunk.startswith(UTF32_STARTS) else 2 if chunk[:2] in _WIDE_STARTS else 1
             newline = chunk.rfind(b"\n")
             if newline < 0:
-                last_line_length += _char_count(chunk, wide)
+                last_line_length += _char_count(chunk, width)
             else:
                 line_count += chunk.count(b"\n")
-                last_line_length = _char_count(chunk[newline + 1 :], wide)
+                last_line_length = _char_count(chunk[newline + 1 :], width)
             for start in range(0, len(chunk), FEED_SIZE):
                 strict.feed(chunk[start : start + FEED_SIZE])
                 entries: list[Any] = []
@@ -205,11 +208,11 @@ _WIDE_STARTS = (b"\xff\xfe", b"\xfe\xff", b"<\x00", b"\x00<", b"\x00\x00")
 _NOT_UTF8_CONTINUATION = bytes(range(0x80)) + bytes(range(0xC0, 0x100))
 
 
-def _char_count(data: bytes, wide: bool) -> int:
+def _char_count(data: bytes, width: int) -> int:
     """Characters in ``data`` (UTF-8 continuation bytes do not count; UTF-16 is two bytes
-    a character), so that a cut inside non-ASCII text is still seen at the end."""
-    if wide:
-        return len(data) // 2
+    a character, UTF-32 four), so that a cut inside non-ASCII text is still seen at the end."""
+    if width > 1:
+        return len(data) // width
     return len(data) - len(data.translate(None, _NOT_UTF8_CONTINUATION))
 
 
@@ -285,12 +288,35 @@ _XML_SPACE = b" \t\r\n"
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
+_UTF32_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
+_UTF16_BOM_OF_START = dict(zip(UTF16_STARTS, (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), strict=True))
+_UTF16_DECLARATION_STARTS = (b"<\x00?\x00", b"\x00<\x00?")
+
+
+def push_parser_start(chunk: bytes) -> bytes:
+    """A document's first chunk as libxml2's push parser (lxml's feed parsers) can read it.
+
+    That parser fails on a UTF-32 byte order mark (``fromstring`` does not): it is
+    dropped, the parser tells UTF-32 from the ``<`` that follows. UTF-16 without a byte
+    order mark is read by it only when it starts ``<?xml``: a mark is put before any
+    other start. Every other start passes unchanged."""
+    if chunk.startswith(_UTF32_BOMS):
+        return chunk[4:]
+    bom = _UTF16_BOM_OF_START.get(chunk[:2])
+    if bom is None or chunk.startswith(_UTF16_DECLARATION_STARTS) or chunk.startswith(UTF32_STARTS):
+        return chunk
+    return bom + chunk
+
+
 def _without_leading_space(make_chunks: Callable[[], Iterator[bytes]]) -> Iterator[bytes]:
     """The document without the whitespace some servers send before ``<?xml``
-    (which makes it ill-formed); a UTF-8 BOM stays. Other encodings pass unchanged."""
+    (which makes it ill-formed); a UTF-8 BOM stays. UTF-16 and UTF-32 get the start
+    :func:`push_parser_start` gives; other encodings pass unchanged."""
     chunks = make_chunks()
     bom = b""
     for index, chunk in enumerate(chunks):
+        if index == 0:
+            chunk = push_parser_start(chunk)
         if index == 0 and chunk.startswith(_UTF8_BOM):
             bom, chunk = _UTF8_BOM, chunk[len(_UTF8_BOM) :]
         stripped = chunk.lstrip(_XML_SPACE)
