@@ -211,3 +211,53 @@ def test_an_xml_sitemap_in_utf16_or_utf32_is_read_as_xml(body: bytes, encoding: 
     found = [(finding.rule, finding.detail) for finding in audit.audit_sitemap(body, "https://example.com/s.xml")]
     assert found == [("not-utf8", f"encoding {encoding}")]
     assert audit.sitemap_pages == {"https://example.com/s.xml": 2}
+
+
+def _findings(body: bytes) -> list[tuple[str, str | None, str]]:
+    audit = SiteAudit(None, now=NOW)
+    return [
+        (finding.rule, finding.url, finding.detail)
+        for finding in audit.audit_sitemap(body, "https://example.com/s.xml")
+    ]
+
+
+def test_a_prefix_not_declared_is_a_bad_namespace_and_the_entries_after_it_are_checked() -> None:
+    # the strict scan stopped there (invalid-document), the entries after it unchecked
+    body = (
+        f'<urlset xmlns="{SITEMAP_NS}">\n'
+        "<url><loc>https://example.com/a</loc>"
+        '<xhtml:link rel="alternate" hreflang="de" href="https://example.com/de/a"/></url>\n'
+        "<url><loc>https://example.com/b</loc><lastmod>yesterday</lastmod></url>\n"
+        "<url><loc>https://example.com/b</loc></url>\n</urlset>\n"
+    ).encode()
+    assert [(rule, url) for rule, url, _ in _findings(body)] == [
+        ("lastmod-format", "https://example.com/b"),
+        ("duplicate-in-sitemap", "https://example.com/b"),
+        ("bad-namespace", None),
+    ]
+    assert _findings(body)[-1][2].startswith("Namespace prefix xhtml on link is not defined, line 2")
+
+
+def test_a_root_whose_prefix_is_not_declared_is_one_bad_namespace() -> None:
+    # the root finder raised ValueError (lxml's QName of "sm:urlset")
+    body = b"<sm:urlset><sm:url><sm:loc>https://example.com/a</sm:loc></sm:url></sm:urlset>"
+    found = _findings(body)
+    assert [rule for rule, _, _ in found] == ["bad-namespace"]
+    assert found[0][2].startswith("Namespace prefix sm on urlset is not defined")
+
+
+def test_a_feed_with_a_prefix_not_declared_is_a_bad_namespace() -> None:
+    body = (
+        b'<rss version="2.0"><channel><item><link>https://example.com/a</link><media:content/></item></channel></rss>'
+    )
+    assert [rule for rule, _, _ in _findings(body)] == ["bad-namespace"]
+
+
+def test_a_prefix_not_declared_then_a_broken_tag_is_an_invalid_document() -> None:
+    body = (
+        f'<urlset xmlns="{SITEMAP_NS}">\n<url><loc>https://example.com/a</loc><image:image/></url>\n'
+        "<url><loc>https://example.com/b</loc></urx>\n</urlset>\n"
+    ).encode()
+    found = _findings(body)
+    assert [rule for rule, _, _ in found] == ["invalid-document", "bad-namespace"]
+    assert "tag mismatch" in found[0][2]  # lxml's exception named the namespace error

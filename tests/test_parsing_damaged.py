@@ -274,10 +274,6 @@ MALFORMED_ENTRIES = {
         b"<url><loc>https://www.example.org/mid</loc><lastmod>\x0c</lastmod></url>",
         "https://www.example.org/mid",
     ),
-    "undeclared prefix": (
-        b"<url><loc>https://www.example.org/mid</loc><image:image><image:loc>x</image:loc></image:image></url>",
-        None,
-    ),
 }
 
 
@@ -419,3 +415,56 @@ def test_reader_detail_explains_the_error() -> None:
     list(reader)
     assert reader.error == "truncated"
     assert reader.detail
+
+
+# -- namespace prefixes not declared ---------------------------------------------------------
+
+_UNDECLARED = {
+    "image": "<url><loc>https://www.example.org/p</loc><image:image><image:loc>https://www.example.org/i.png"
+    "</image:loc></image:image></url>",
+    "xhtml": '<url><loc>https://www.example.org/p</loc><xhtml:link rel="alternate" hreflang="de" '
+    'href="https://www.example.org/de/p"/></url>',
+}
+
+
+@pytest.mark.parametrize("prefix", sorted(_UNDECLARED))
+@pytest.mark.parametrize("newline", ["\n", ""], ids=["multi-line", "single-line"])
+def test_a_prefix_not_declared_loses_nothing_and_is_no_error(prefix: str, newline: str) -> None:
+    # xmlns:image or xmlns:xhtml left out: libxml2 reads on (a namespace error, not a
+    # well-formedness one); the node was "parse error" with every page read
+    tail = "".join(f"<url><loc>https://www.example.org/{n}</loc></url>{newline}" for n in range(3))
+    body = f'<urlset xmlns="{SM}">{newline}{_UNDECLARED[prefix]}{newline}{tail}</urlset>{newline}'.encode()
+    result = parse_sitemap(body, SITEMAP_URL)
+    assert (result.kind, result.error) == ("xml_urlset", None)
+    assert [page.url for page in result.pages] == ["https://www.example.org/p"] + [
+        f"https://www.example.org/{n}" for n in range(3)
+    ]
+    first = result.pages[0]
+    assert [image.loc for image in first.images] + [a.href for a in first.alternates] == [
+        "https://www.example.org/i.png" if prefix == "image" else "https://www.example.org/de/p"
+    ]
+
+
+def test_a_root_whose_prefix_is_not_declared_is_read() -> None:
+    body = b"<sm:urlset><sm:url><sm:loc>https://www.example.org/a</sm:loc></sm:url></sm:urlset>"
+    assert outcome(body) == ("xml_urlset", None, ["https://www.example.org/a"])
+
+
+def test_a_prefix_not_declared_then_a_broken_tag_is_a_parse_error_with_every_page() -> None:
+    body = (
+        f'<urlset xmlns="{SM}">\n{_UNDECLARED["image"]}\n'
+        "<url><loc>https://www.example.org/b</loc></urx>\n"
+        "<url><loc>https://www.example.org/c</loc></url>\n</urlset>\n"
+    ).encode()
+    kind, error, urls = outcome(body)
+    assert (kind, error) == ("xml_urlset", "parse error")
+    assert urls == ["https://www.example.org/p", "https://www.example.org/b", "https://www.example.org/c"]
+
+
+def test_a_document_read_after_a_broken_one_is_judged_on_its_own_errors() -> None:
+    # lxml's exception carries a log that may hold the errors of parsers before it: a
+    # broken feed read first made the next, good, document "truncated"
+    broken = b"<rss><channel><item><media:content/><link>https://www.example.org/x</link></item></chanel></rss>"
+    good = f'<urlset xmlns="{SM}">{_UNDECLARED["xhtml"]}</urlset>'.encode()
+    assert outcome(broken)[:2] == ("rss", "parse error")
+    assert outcome(good) == ("xml_urlset", None, ["https://www.example.org/p"])

@@ -377,13 +377,16 @@ class SiteAudit:
     def _document(self, facts: SitemapFacts, sitemap_url: str, news: int) -> Iterator[Finding]:
         if (yield from self._bytes(facts, sitemap_url)):
             return  # lxml stopped on the byte that is not UTF-8
+        if facts.namespace_error is not None:
+            yield self.finding(rules.BAD_NAMESPACE, sitemap_url, None, facts.namespace_error[:300])
         if facts.root in _FEEDS:
             return
         if facts.root not in (URLSET, INDEX):
             if facts.error is None:
                 yield self.finding(rules.INVALID_DOCUMENT, sitemap_url, None, f"root element <{facts.root}>")
             return
-        if facts.namespace != SITEMAP_NAMESPACE:
+        if facts.namespace != SITEMAP_NAMESPACE and (facts.namespace or facts.namespace_error is None):
+            # (a root in no namespace because its prefix is not declared: the finding above)
             yield self.finding(rules.BAD_NAMESPACE, sitemap_url, None, f"namespace {facts.namespace!r}")
         if facts.entry_count == 0 and facts.error is None:
             yield self.finding(rules.EMPTY_SITEMAP, sitemap_url, None, f"<{facts.root}> with no entry")

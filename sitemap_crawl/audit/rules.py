@@ -74,7 +74,13 @@ DUPLICATE_IN_SITEMAP = Rule("duplicate-in-sitemap", W, "structure", "The same pa
 DUPLICATE_ACROSS_SITEMAPS = Rule(
     "duplicate-across-sitemaps", N, "structure", "The same page in several sitemaps of a site.", G
 )
-BAD_NAMESPACE = Rule("bad-namespace", E, "structure", "The root element is not in the sitemaps.org 0.9 namespace.", P)
+BAD_NAMESPACE = Rule(
+    "bad-namespace",
+    E,
+    "structure",
+    "The root element is not in the sitemaps.org 0.9 namespace, or a prefix is not declared (xmlns:image...).",
+    P,
+)
 NOT_UTF8 = Rule("not-utf8", E, "structure", "The document is not UTF-8 encoded.", P)
 UNESCAPED_ENTITY = Rule(
     "unescaped-entity",

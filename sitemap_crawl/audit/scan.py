@@ -29,7 +29,13 @@ from sitemap_crawl.parsing.stream import (
     iter_chunks,
     leading_text,
 )
-from sitemap_crawl.parsing.xml import local_name, push_parser_start
+from sitemap_crawl.parsing.xml import (
+    describe_error,
+    error_after_namespace_errors,
+    is_namespace_error,
+    local_name,
+    push_parser_start,
+)
 
 SITEMAP_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
 URLSET = "urlset"
@@ -70,6 +76,9 @@ class SitemapFacts:
     gzip: bool = False
     error: str | None = None
     entry_count: int = 0
+    namespace_error: str | None = None
+    """libxml2's first namespace error (a prefix not declared...); the document was then read
+    in recover mode, which goes past such errors."""
     bad_utf8: int | None = None
     """Offset (in the uncompressed document) of the first byte that is not UTF-8, when
     the document claims UTF-8 (or names no encoding, so UTF-8 by default)."""
@@ -132,8 +141,26 @@ def scan(body: Body, facts: SitemapFacts) -> Iterator[RawEntry]:
 
 def scan_batches(body: Body, facts: SitemapFacts) -> Iterator[list[RawEntry]]:
     """:func:`scan`, the entries in lists (those read from one piece of the body): the
-    audit checks a list at a time."""
-    reader = _EntryReader(facts)
+    audit checks a list at a time.
+
+    A document that only breaks the rules of namespaces (a prefix not declared) is read
+    again in recover mode from the entry after the last one read (``facts.namespace_error``
+    says why); any other error stops the scan."""
+    try:
+        yield from _scan_batches(body, facts, _EntryReader(facts))
+    except _NamespaceErrors as exc:
+        facts.namespace_error = str(exc)
+        read, facts.entry_count = facts.entry_count, 0
+        reader = _EntryReader(facts, recover=True)
+        for batch in _scan_batches(body, facts, reader):
+            if read >= len(batch):
+                read -= len(batch)
+            else:
+                yield batch[read:]
+                read = 0
+
+
+def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iterator[list[RawEntry]]:
     first = True
     utf8: codecs.IncrementalDecoder | None = None
     offset = 0
@@ -161,8 +188,16 @@ def scan_batches(body: Body, facts: SitemapFacts) -> Iterator[list[RawEntry]]:
         batch = reader.close()
         if batch:
             yield batch
+    except _NotWellFormed as exc:
+        facts.error = f"not well-formed XML: {exc}"
     except etree.XMLSyntaxError as exc:
+        if not reader.recover and reader.stopped_on_namespaces():
+            raise _NamespaceErrors(str(exc)) from exc  # read again in recover mode
         message = str(exc)
+        other = reader.error_after_namespace_errors()
+        if other is not None:  # lxml names the first error: the namespace one, and the one that matters
+            facts.namespace_error = facts.namespace_error or message
+            message = describe_error(other)
         if message.startswith(_DEFERRED_ERROR):
             message = _checker_error(body) or message
         facts.error = f"not well-formed XML: {message}"
@@ -237,8 +272,16 @@ _WIDE = ("UTF-16", "UTF-32")
 """The encodings a byte order mark tells besides UTF-8 (their text is not ASCII bytes)."""
 
 
-def _parser(events: tuple[Any, ...], tag: str | None = None) -> etree.XMLPullParser:
-    return etree.XMLPullParser(events=events, tag=tag, resolve_entities=False, huge_tree=True)
+def _parser(events: tuple[Any, ...], tag: str | None = None, recover: bool = False) -> etree.XMLPullParser:
+    return etree.XMLPullParser(events=events, tag=tag, resolve_entities=False, huge_tree=True, recover=recover)
+
+
+class _NotWellFormed(Exception):
+    """An error past the namespace errors of a document read in recover mode."""
+
+
+class _NamespaceErrors(Exception):
+    """The strict parser stopped on namespace errors only (read again in recover mode)."""
 
 
 class _NoTree:
@@ -251,11 +294,11 @@ class _NoTree:
         return None
 
 
-def _checker() -> etree.XMLParser:
+def _checker(recover: bool = False) -> etree.XMLParser:
     """A parser that only says whether a document is well-formed (for one without entries to
     read: a feed's tree would otherwise be held whole, its items being below the root's child)."""
     target = cast("etree.ParserTarget", _NoTree())  # the stubs want every method; lxml does not
-    return etree.XMLParser(target=target, resolve_entities=False, huge_tree=True)
+    return etree.XMLParser(target=target, resolve_entities=False, huge_tree=True, recover=recover)
 
 
 def _check_utf8(
@@ -281,8 +324,11 @@ class _EntryReader:
     root has no entries (a feed, another root, none) only goes through a :func:`_checker`.
     """
 
-    def __init__(self, facts: SitemapFacts) -> None:
+    def __init__(self, facts: SitemapFacts, recover: bool = False) -> None:
         self.facts = facts
+        self.recover = recover
+        """Read in recover mode, as far as libxml2 finds namespace errors only (see
+        :func:`scan_batches`); the first other error is raised."""
         self._finder: etree.XMLPullParser | None = _parser(("start",))
         self._held: list[bytes] = []
         self._main: etree.XMLPullParser | etree.XMLParser | None = None
@@ -310,7 +356,12 @@ class _EntryReader:
                 entries += self._feed_main(data)
         assert self._main is not None
         self._main.close()
-        return entries + self._read() if isinstance(self._main, etree.XMLPullParser) else entries
+        if isinstance(self._main, etree.XMLPullParser):
+            return entries + self._read()
+        for error in self._main.feed_error_log:  # a checker reads on past namespace errors
+            if error.domain == etree.ErrorDomains.NAMESPACE and self.facts.namespace_error is None:
+                self.facts.namespace_error = describe_error(error)
+        return entries
 
     def _find_root(self, chunk: bytes) -> bool:
         finder = self._finder
@@ -321,8 +372,9 @@ class _EntryReader:
                 finder.feed(chunk[start : start + _ROOT_STEP])
                 for _event, element in finder.read_events():
                     if isinstance(element, etree._Element):
-                        self.facts.root = local_name(element.tag)
-                        self.facts.namespace = etree.QName(element).namespace
+                        tag = element.tag  # "{namespace}name", or "name" or "prefix:name" in none
+                        self.facts.root = local_name(tag)
+                        self.facts.namespace = tag[1 : tag.index("}")] if tag.startswith("{") else None
                         self._finder = None
                         return True
         except etree.XMLSyntaxError:
@@ -333,7 +385,9 @@ class _EntryReader:
     def _start_main(self) -> None:
         self._entry_tag = _ENTRY_TAGS.get(self.facts.root or "")
         if self._entry_tag is None:
-            self._main = _checker()
+            self._main = _checker(self.recover)
+        elif self.recover:  # every element: one named prefix:url (its prefix not declared) too
+            self._main = _parser(("end",), None, recover=True)
         else:
             self._main = _parser(("end",), "{*}" + self._entry_tag)
 
@@ -341,12 +395,31 @@ class _EntryReader:
         assert self._main is not None
         if not isinstance(self._main, etree.XMLPullParser):
             self._main.feed(data)
+            self._raise_past_namespaces()
             return []
         entries: list[RawEntry] = []
         for start in range(0, len(data), _FEED_SIZE):
             self._main.feed(data[start : start + _FEED_SIZE])
             entries += self._read()
+            self._raise_past_namespaces()
         return entries
+
+    def stopped_on_namespaces(self) -> bool:
+        """Whether the main parser stopped on namespace errors only."""
+        return self._main is not None and is_namespace_error(self._main)
+
+    def error_after_namespace_errors(self) -> Any:
+        """The main parser's first error that is not a namespace error, when namespace errors
+        came before it (else None)."""
+        return None if self._main is None else error_after_namespace_errors(self._main)
+
+    def _raise_past_namespaces(self) -> None:
+        """In recover mode, raise the first error that is not a namespace error."""
+        if self.recover:
+            assert self._main is not None
+            for entry in self._main.feed_error_log:
+                if entry.level >= etree.ErrorLevels.ERROR and entry.domain != etree.ErrorDomains.NAMESPACE:
+                    raise _NotWellFormed(describe_error(entry))
 
     def _read(self) -> list[RawEntry]:
         assert isinstance(self._main, etree.XMLPullParser)
@@ -357,6 +430,8 @@ class _EntryReader:
             parent = element.getparent()
             if parent is None or parent.getparent() is not None:
                 continue  # the root, or deeper than the root's children
+            if self.recover and local_name(element.tag) != self._entry_tag:
+                continue
             last = element
             entries.append(_read_entry(element))
         if last is not None:

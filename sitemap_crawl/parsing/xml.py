@@ -186,16 +186,22 @@ def iter_entries(
             _release(element)
             if entry is not None:
                 yield entry
-        message = str(exc)
+        message, position = str(exc), exc.position
+        other = error_after_namespace_errors(strict)
+        if other is not None:  # lxml names the first error: say the one that matters
+            message, position = describe_error(other), (other.line, other.column)
         if _is_resource_limit(message):
             raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
         if message.startswith("Extra content at the end of the document"):
             raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc  # junk after the root: every entry was read
-        if "tag mismatch" not in message and _at_end(exc, line_count, last_line_length):
+        namespace_error = is_namespace_error(strict)
+        if not namespace_error and "tag mismatch" not in message and _at_end(position, line_count, last_line_length):
             raise XmlProblem(ErrorReason.TRUNCATED, message) from exc  # a cut never causes a tag mismatch
-        stream_error = yield from _recover(make_chunks, dialect, sitemap_url, skip=produced, raw=raw)
-        if stream_error is not None:  # the body also broke off (size limit, cut gzip): say that
-            raise XmlProblem(stream_error.reason, str(stream_error)) from exc
+        recovered = yield from _recover(make_chunks, dialect, sitemap_url, skip=produced, raw=raw)
+        if recovered.stream_error is not None:  # the body also broke off (size limit, cut gzip): say that
+            raise XmlProblem(recovered.stream_error.reason, str(recovered.stream_error)) from exc
+        if namespace_error and recovered.only_namespace_errors:
+            return  # a prefix not declared (xmlns:image left out...): every entry was read
         raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
     for _event, element in strict.read_events():
         entry = read_entry(element, sitemap_url)
@@ -216,9 +222,9 @@ def _char_count(data: bytes, width: int) -> int:
     return len(data) - len(data.translate(None, _NOT_UTF8_CONTINUATION))
 
 
-def _at_end(error: etree.XMLSyntaxError, line_count: int, last_line_length: int) -> bool:
-    """Whether a syntax error sits at the very end of the input (a cut document)."""
-    line, column = error.position
+def _at_end(position: tuple[int, int], line_count: int, last_line_length: int) -> bool:
+    """Whether a syntax error (its line and column) sits at the very end of the input (a cut document)."""
+    line, column = position
     return line >= line_count and column >= last_line_length - _END_SLACK
 
 
@@ -228,19 +234,58 @@ def _drain(parser: etree.XMLPullParser) -> None:
         _release(element)
 
 
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """How a read in recover mode went."""
+
+    stream_error: StreamError | None
+    """What stopped the input early (a size limit, a broken gzip stream), if anything."""
+    only_namespace_errors: bool
+    """libxml2 found nothing wrong but namespace errors (such as a prefix not declared),
+    which it reads past without losing anything."""
+
+
+_NAMESPACE_DOMAIN = etree.ErrorDomains.NAMESPACE
+
+
+def is_namespace_error(parser: etree._FeedParser) -> bool:
+    """Whether libxml2 stopped a strict parser on namespace errors only (a prefix not
+    declared, ...): the document is well-formed XML, readable in recover mode as it is.
+    (The parser's own log: an exception's ``error_log`` may hold other parsers' errors.)"""
+    log = parser.feed_error_log
+    return _only_namespace_errors(log) and any(entry.domain == _NAMESPACE_DOMAIN for entry in log)
+
+
+def describe_error(entry: Any) -> str:
+    """An error of a parser's log as lxml's exceptions word it: its message, line and column."""
+    return f"{entry.message.strip()}, line {entry.line}, column {entry.column}"
+
+
+def error_after_namespace_errors(parser: etree._FeedParser) -> Any:
+    """The first error in a parser's log that is not a namespace error, when namespace errors
+    came before it (else None)."""
+    errors = [entry for entry in parser.feed_error_log if entry.level >= etree.ErrorLevels.ERROR]
+    if not errors or errors[0].domain != _NAMESPACE_DOMAIN:
+        return None
+    return next((entry for entry in errors if entry.domain != _NAMESPACE_DOMAIN), None)
+
+
+def _only_namespace_errors(log: Any) -> bool:
+    return all(entry.domain == _NAMESPACE_DOMAIN for entry in log if entry.level >= etree.ErrorLevels.ERROR)
+
+
 def _recover(
     make_chunks: Callable[[], Iterator[bytes]],
     dialect: Dialect,
     sitemap_url: str,
     skip: int,
     raw: bool = False,
-) -> Generator[Any, None, StreamError | None]:
+) -> Generator[Any, None, Recovered]:
     """Read a malformed document again in recover mode, skipping ``skip`` entries.
 
     Unescaped ``&`` and ``<`` in text are escaped first (see :func:`_repair_markup`),
     so such entries keep their exact values. An entry that lxml closes only because
     the input ran out (the document ends inside it) is not given: its values may be cut.
-    Returns the StreamError that stopped the input early, if any.
     """
     parser = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **_parser_options(recover=True))
     read_entry = dialect.reader(raw)
@@ -280,7 +325,7 @@ def _recover(
                 entry = read_entry(held, sitemap_url)
                 if entry is not None:
                     yield entry
-    return stream_error
+    return Recovered(stream_error, _only_namespace_errors(parser.feed_error_log) and ends_cleanly)
 
 
 _TAIL_SPACE = b" \t\r\n\x00"
