@@ -566,6 +566,53 @@ def test_restored_pages_keep_their_item_and_come_out_marked(tmp_path: Path) -> N
     run(second_run)
 
 
+def test_a_page_of_two_sitemaps_is_in_progress_once_at_a_time_and_both_copies_survive_a_restart(
+    tmp_path: Path,
+) -> None:
+    # in_progress is a set of URLs: two copies of one URL in progress at once were saved as
+    # one, and the page items by URL as one (the restart lost a copy, and total_count)
+    shared = f"{BASE}/shared"
+    web = FakeWeb(
+        {
+            f"{BASE}/a.xml": urlset({"loc": shared, "priority": 0.1}, {"loc": f"{BASE}/a1"}),
+            f"{BASE}/b.xml": urlset({"loc": shared, "priority": 0.9}, {"loc": f"{BASE}/b1"}),
+        }
+    )
+    sitemaps = [f"{BASE}/a.xml", f"{BASE}/b.xml"]
+
+    async def first_run() -> None:
+        loader = SitemapRequestLoader(sitemaps, fetch=web, persist_dir=tmp_path)
+        handed = [await loader.fetch_next_page() for _ in range(3)]
+        # b.xml's copy of the shared page waits for a.xml's: a1, then b1 came first
+        assert [(page.url, page.sitemap_url) for page in handed if page] == [
+            (shared, f"{BASE}/a.xml"),
+            (f"{BASE}/a1", f"{BASE}/a.xml"),
+            (f"{BASE}/b1", f"{BASE}/b.xml"),
+        ]
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(loader.fetch_next_page(), 0.2)
+        state = loader.state
+        assert state.in_progress == {shared, f"{BASE}/a1", f"{BASE}/b1"}
+        assert list(state.url_queue) == [shared] and state.total_count == 4
+        loader.mark_handled(f"{BASE}/a1")
+        loader.close()  # stopped with a.xml's copy in progress, b.xml's waiting
+
+    run(first_run)
+
+    async def second_run() -> None:
+        loader = SitemapRequestLoader(sitemaps, fetch=web, persist_dir=tmp_path)
+        got = await drain(loader)
+        assert sorted((page.url, page.sitemap_url, page.priority) for page in got) == [
+            (f"{BASE}/b1", f"{BASE}/b.xml", 0.5),
+            (shared, f"{BASE}/a.xml", 0.1),
+            (shared, f"{BASE}/b.xml", 0.9),
+        ]
+        assert (loader.handled_count, loader.total_count, loader.completed) == (4, 4, True)
+        loader.close()
+
+    run(second_run)
+
+
 def test_a_completed_job_does_nothing_on_restart(tmp_path: Path) -> None:
     web, _ = make_site(sitemaps=1, per=10)
 

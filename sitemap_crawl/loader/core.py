@@ -178,6 +178,9 @@ class SitemapRequestLoader:
         # a set kept as an insertion-ordered dict, so that the saved list is in a useful order
         self._current_processed: dict[str, None] = {}
         self._queue: deque[QueuedPage] = deque()
+        self._held: dict[str, deque[QueuedPage]] = {}
+        """Pages whose URL (listed by another sitemap too) is in progress: they are handed out
+        once that copy is handled, so that in_progress, a set of URLs, says every copy."""
         self._in_progress: dict[str, int] = {}  # URL -> times handed out and not handled
         self._in_progress_pages: dict[str, SitemapPage] = {}
         self._in_progress_total = 0
@@ -298,7 +301,7 @@ class SitemapRequestLoader:
             "in_progress_sitemap_url": self._current_url,
             "processed_sitemap_urls": self._processed_urls(),
             "current_sitemap_processed_urls": dict(self._current_processed),
-            "url_queue": deque(entry.page.url for entry in self._queue),
+            "url_queue": deque(entry.page.url for entry in self._waiting()),
             "in_progress": dict.fromkeys(self._in_progress),
             "handled_count": self._handled,
             "total_count": self._total,
@@ -322,8 +325,17 @@ class SitemapRequestLoader:
         return (
             f"{site}sitemaps: {self.processed_sitemap_count} done, {current} in progress, {pending} pending; "
             f"pages: {self._total} queued, {self._handled} handled, {self._in_progress_total} in progress, "
-            f"{len(self._queue)} waiting"
+            f"{len(self._queue) + self._held_count()} waiting"
         )
+
+    def _waiting(self) -> Iterator[QueuedPage]:
+        """The pages of url_queue: those held back (their URL in progress) first."""
+        for held in self._held.values():
+            yield from held
+        yield from self._queue
+
+    def _held_count(self) -> int:
+        return sum(map(len, self._held.values()))
 
     # -- life cycle --------------------------------------------------------------------
 
@@ -361,6 +373,7 @@ class SitemapRequestLoader:
         self._current = None
         self._current_processed.clear()
         self._queue.clear()
+        self._held.clear()
         self._handled = self._total = 0
         self._completed = False
 
@@ -391,6 +404,7 @@ class SitemapRequestLoader:
         retried = [url for url in before if url in in_progress]
         for url in [*retried, *queue]:
             self._queue.append(QueuedPage(self._restored_page(url, pages), restored=True))
+
         expected_total = self._handled + len(self._queue)
         if self._total != expected_total:
             logger.debug("Sitemap loader: total_count %d adjusted to %d", self._total, expected_total)
@@ -411,7 +425,12 @@ class SitemapRequestLoader:
             logger.info("The sitemap crawl saved in %s is complete; nothing left to do", self._store.state_path)
 
     def _restored_page(self, url: str, pages: dict[str, Any]) -> SitemapPage:
+        """The saved page item of the next copy of ``url`` to hand out (the pages file has a
+        list for each URL, one item a copy, in the order they are handed out again; an older
+        file has one item a URL)."""
         data = pages.get(url)
+        if isinstance(data, list):
+            data = data.pop(0) if len(data) > 1 else data[0] if data else None
         if isinstance(data, dict):
             with contextlib.suppress(KeyError, TypeError, ValueError):
                 return page_from_dict(data)
@@ -447,15 +466,19 @@ class SitemapRequestLoader:
     async def next_queued(self) -> QueuedPage | None:
         """The next queued page, now in progress (None when every sitemap is read)."""
         self._ensure_running()
-        while not self._queue:
-            if self._producer_done:
-                return None
-            self._ready.clear()
-            await self._ready.wait()
-        entry = self._queue.popleft()
-        if len(self._queue) <= self._low_water:
-            self._room.set()
-        url = entry.page.url
+        while True:
+            while not self._queue:
+                if self._producer_done and not self._held:
+                    return None
+                self._ready.clear()
+                await self._ready.wait()  # (a page held back is released by mark_handled)
+            entry = self._queue.popleft()
+            if len(self._queue) <= self._low_water:
+                self._room.set()
+            url = entry.page.url
+            if url not in self._in_progress:
+                break
+            self._held.setdefault(url, deque()).append(entry)  # its other copy is in progress
         self._in_progress[url] = self._in_progress.get(url, 0) + 1
         self._in_progress_pages[url] = entry.page
         self._in_progress_total += 1
@@ -472,6 +495,12 @@ class SitemapRequestLoader:
         else:
             del self._in_progress[url]
             self._in_progress_pages.pop(url, None)
+            held = self._held.get(url)
+            if held:  # the next copy of this URL may go now, first
+                self._queue.appendleft(held.popleft())
+                if not held:
+                    del self._held[url]
+                self._ready.set()
         self._in_progress_total -= 1
         self._handled += 1
         if self._store is not None:
@@ -613,9 +642,13 @@ class SitemapRequestLoader:
             return
         self._last_save = time.monotonic()
         state = state_to_json(self._state_values())
-        pages = {url: page.to_dict() for url, page in self._in_progress_pages.items()}
-        for entry in self._queue:
-            pages.setdefault(entry.page.url, entry.page.to_dict())
+        # one item for each copy, in the order they would be handed out again on a restart:
+        # the copy in progress, then those of url_queue
+        pages: dict[str, list[dict[str, Any]]] = {
+            url: [page.to_dict()] for url, page in self._in_progress_pages.items()
+        }
+        for entry in self._waiting():
+            pages.setdefault(entry.page.url, []).append(entry.page.to_dict())
         try:
             self._store.save(state, pages)
         except OSError as exc:
