@@ -155,6 +155,15 @@ def test_duplicate_across_sitemaps_and_nested_index() -> None:
     assert audit.counts == {"nested-index": 1, "duplicate-across-sitemaps": 1}
 
 
+def test_an_index_child_with_a_fragment_is_found_as_the_sitemap_the_crawl_fetched() -> None:
+    # the crawl asks for inner.xml (a fragment is never sent): its parent was not found
+    audit = SiteAudit("https://example.com/", now=NOW)
+    listed = list(audit.audit_sitemap(index("https://example.com/dir/inner.xml#part"), SITEMAP))
+    inner = list(audit.audit_sitemap(index("https://example.com/dir/a.xml"), "https://example.com/dir/inner.xml"))
+    assert [f.rule for f in listed] == ["url-fragment"]
+    assert [(f.rule, f.url) for f in inner] == [("nested-index", "https://example.com/dir/inner.xml")]
+
+
 def test_cross_submission_allows_other_host() -> None:
     audit = SiteAudit(None, now=NOW)
     body = urlset(url("https://other.example/dir/a"))

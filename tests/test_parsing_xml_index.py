@@ -109,6 +109,16 @@ def test_child_dedup_keeps_the_first_declaration_in_order() -> None:
     ]
 
 
+def test_a_child_listed_again_with_a_fragment_is_the_same_sitemap() -> None:
+    # the fragment is never sent: b.xml#part was a second child, b.xml fetched twice
+    body = index(
+        "<sitemap><loc>https://www.example.org/b.xml</loc></sitemap>"
+        "<sitemap><loc>https://www.example.org/b.xml#part</loc></sitemap>"
+        "<sitemap><loc>/c.xml#top</loc></sitemap>"
+    )
+    assert [ref.url for ref in refs(body)] == ["https://www.example.org/b.xml", "https://www.example.org/c.xml"]
+
+
 def test_index_may_list_itself_the_spider_decides_about_loops() -> None:
     body = index(f"<sitemap><loc>{INDEX_URL}</loc></sitemap><sitemap><loc>/other.xml</loc></sitemap>")
     assert [ref.url for ref in refs(body)] == [INDEX_URL, "https://www.example.org/other.xml"]

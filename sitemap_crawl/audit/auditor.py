@@ -29,6 +29,7 @@ from sitemap_crawl.audit.scan import (
     text_lines,
 )
 from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_lastmod, lastmod_period_end, parse_w3c
+from sitemap_crawl.parsing.fields import without_fragment
 from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body
 
@@ -56,9 +57,10 @@ _NEWS_DATES = attrgetter("news_dates")
 
 
 def _child_url(index_url: str, loc: str) -> str | None:
-    """An index's <loc> made absolute, or None when it is no URL (its location finding says so)."""
+    """An index's <loc> made absolute and without its fragment (the URL the crawl asks for), or
+    None when it is no URL (its location finding says so)."""
     try:
-        return urljoin(index_url, loc)
+        return without_fragment(urljoin(index_url, loc))
     except ValueError:
         return None
 

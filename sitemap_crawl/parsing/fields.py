@@ -159,6 +159,12 @@ def resolve_url(text: str | None, base_url: str) -> str | None:
     return url if usable_url(url) else None
 
 
+def without_fragment(url: str) -> str:
+    """``url`` without its ``#fragment``: what a request for it asks (for sitemap URLs, so that
+    ``s.xml`` and ``s.xml#top`` are one sitemap, fetched once)."""
+    return url.partition("#")[0] if "#" in url else url
+
+
 def _resolve_relative(value: str, base_url: str) -> str | None:
     if not value:
         return None

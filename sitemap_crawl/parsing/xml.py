@@ -30,6 +30,7 @@ from sitemap_crawl.parsing.fields import (
     parse_yes_no,
     resolve_url,
     split_list,
+    without_fragment,
 )
 from sitemap_crawl.parsing.stream import UTF16_STARTS, UTF32_STARTS, StreamError
 
@@ -720,7 +721,7 @@ def read_sitemap_entry(element: Element, sitemap_url: str) -> SitemapRef | None:
     url = resolve_url(loc, sitemap_url)
     if url is None:
         return None
-    return SitemapRef(url=url, last_modified=normalize_date(texts.get("lastmod")))
+    return SitemapRef(url=without_fragment(url), last_modified=normalize_date(texts.get("lastmod")))
 
 
 _ATOM_PREFIXES = ("{http://www.w3.org/2005/Atom}", "{http://purl.org/atom/ns#}")
