@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from sitemap_crawl.discovery.since import Since, SinceError, parse_since, parse_undated
 from sitemap_crawl.parsing.fields import usable_url
@@ -61,11 +61,23 @@ def parse_homepage(value: object, normalize: bool) -> str:
         raise SpiderArgumentError(f"homepage={text!r} is not an http(s) URL (example: https://www.example.org/)")
     scheme = parts.scheme.lower()
     if normalize:
-        return f"{scheme}://{parts.netloc.lower()}/"
+        return f"{scheme}://{_site_host(parts, scheme)}/"
     path = parts.path or "/"
     if not path.endswith("/"):
         path += "/"
     return f"{scheme}://{parts.netloc.lower()}{path}"
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _site_host(parts: SplitResult, scheme: str) -> str:
+    """host[:port] of a homepage reduced to its site: no user or password, no default port."""
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    port = parts.port
+    return host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
 
 
 def parse_sitemap_urls(value: object) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sitemap_crawl.arguments import parse_homepage
 from tests.support import Route, gzip_bytes, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import SiteFactory
@@ -29,6 +30,20 @@ def test_homepage_is_reduced_to_the_site_root(fixture_site: SiteFactory, crawl: 
 
     assert result.tree == robots_tree(site.base, node(site.url("/s.xml"), "xml_urlset", pages=1))
     assert site.paths() == ["/robots.txt", "/s.xml"]
+
+
+@pytest.mark.parametrize(
+    ("homepage", "site"),
+    [
+        ("http://user:secret@www.example.org:8080/a?b#c", "http://www.example.org:8080/"),
+        ("HTTP://WWW.Example.ORG:80/page", "http://www.example.org/"),
+        ("https://www.example.org:443", "https://www.example.org/"),
+        ("https://[::1]:8443/x", "https://[::1]:8443/"),
+    ],
+)
+def test_the_site_root_has_no_user_password_or_default_port(homepage: str, site: str) -> None:
+    # the website node and every row's website field kept "user:secret@" and ":80"
+    assert parse_homepage(homepage, normalize=True) == site
 
 
 def test_normalize_homepage_false_keeps_the_path(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
