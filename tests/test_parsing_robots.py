@@ -128,6 +128,24 @@ def test_a_scheme_less_host_gets_the_scheme_of_robots_txt() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("value", "url"),
+    [
+        ("www.example.net/s.xml", "https://www.example.net/s.xml"),
+        ("example.org/s.xml", "https://example.org/s.xml"),  # robots.txt's own site
+        ("cdn.example.org:8080/s.xml", "https://cdn.example.org:8080/s.xml"),
+        ("sitemaps.example.net/s.xml", "https://sitemaps.example.net/s.xml"),  # three labels
+        # a file or script name before a slash is a path (index.cfm was fetched as a host)
+        ("index.cfm/sitemap.xml", "https://shop.example.org/sub/index.cfm/sitemap.xml"),
+        ("app.py/sitemap.xml", "https://shop.example.org/sub/app.py/sitemap.xml"),
+        ("static.files/sitemap.xml", "https://shop.example.org/sub/static.files/sitemap.xml"),
+        ("feeds.v2.xml/all", "https://shop.example.org/sub/feeds.v2.xml/all"),
+    ],
+)
+def test_a_scheme_less_value_is_a_host_only_when_it_looks_like_one(value: str, url: str) -> None:
+    assert sitemaps(f"Sitemap: {value}\n".encode(), "https://shop.example.org/sub/robots.txt") == [url]
+
+
 def test_duplicates_are_ignored_and_file_order_is_kept() -> None:
     body = (
         b"Sitemap: https://www.example.org/b.xml\n"

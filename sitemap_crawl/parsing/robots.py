@@ -11,7 +11,8 @@ from sitemap_crawl.parsing.fields import resolve_url
 
 _DIRECTIVE = re.compile(r"^[\s\ufeff]*(?:ï»¿)?[\s\ufeff]*site-?maps?\s*:(.*)$", re.IGNORECASE)
 _VALUE_JUNK = " \t\xa0\u200b\ufeffÂ"
-_HOST_LIKE = re.compile(r"^[\w-]+(?:\.[\w-]+)*\.([a-z]{2,})(?::\d+)?/", re.IGNORECASE)
+_HOST_LIKE = re.compile(r"^((?:[\w-]+\.)+([a-z]{2,}))(?::\d+)?/", re.IGNORECASE)
+"""A value that may start with a host: its name (group 1) and last label (group 2)."""
 _FILE_EXTENSIONS = frozenset({"xml", "gz", "txt", "php", "html", "htm", "asp", "aspx", "jsp", "cgi", "rss"})
 _BARE_URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
@@ -185,6 +186,20 @@ def _absolute(value: str, robots_url: str) -> str | None:
     if "://" in value and not value.lower().startswith(("http://", "https://")):
         return None
     host_like = _HOST_LIKE.match(value)
-    if host_like is not None and host_like.group(1).lower() not in _FILE_EXTENSIONS:
+    if host_like is not None and _names_a_host(host_like, robots_url):
         value = f"{urlsplit(robots_url).scheme}://{value}"  # a bare host and path
     return resolve_url(value, robots_url)
+
+
+def _names_a_host(host_like: re.Match[str], robots_url: str) -> bool:
+    """Whether the first segment of a scheme-less value (``www.example.org/s.xml``,
+    ``index.cfm/s.xml``) is a host rather than a relative path: it starts with ``www.``, is
+    robots.txt's site (its host or a host under the same last two labels), or has three labels
+    or more, the last not a file extension."""
+    name = host_like.group(1).lower()
+    if name.startswith("www."):
+        return True
+    site = ".".join((urlsplit(robots_url).hostname or "").split(".")[-2:])
+    if site and (name == site or name.endswith("." + site)):
+        return True
+    return name.count(".") >= 2 and host_like.group(2).lower() not in _FILE_EXTENSIONS
