@@ -284,6 +284,27 @@ def test_external_entities_are_never_resolved(tmp_path: object) -> None:
     assert all("root:" not in page.url for page in result.pages)
 
 
+def test_a_declared_entity_never_cuts_a_value() -> None:
+    # lxml's .text stops at a reference it keeps unexpanded: the page was /a (its URL cut)
+    # and /b (a URL of the reference alone, then resolved relative)
+    body = (
+        b'<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY e "zz"><!ENTITY c "(c) 2024">]>'
+        b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        b'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">'
+        b"<url><loc>https://www.example.org/a&e;b</loc></url>"
+        b"<url><loc>&e;</loc></url>"
+        b"<url><loc>https://www.example.org/ok</loc><lastmod>2024-01-0&e;</lastmod>"
+        b"<image:image><image:loc>https://www.example.org/i.png</image:loc>"
+        b"<image:caption>Photo &c; by us</image:caption></image:image></url></urlset>"
+    )
+    result = parse_sitemap(body, "https://www.example.org/s.xml")
+    assert (result.kind, result.error) == ("xml_urlset", None)
+    assert [page.url for page in result.pages] == ["https://www.example.org/ok"]  # the URLs it names are unknown
+    page = result.pages[0]
+    assert page.last_modified is None  # "2024-01-0&e;", not a date
+    assert page.images[0].caption == "Photo &c; by us"  # as written, not expanded
+
+
 def test_entity_expansion_is_bounded() -> None:
     lol = b'<!ENTITY lol0 "lol">' + b"".join(
         b'<!ENTITY lol%d "%s">' % (i, b"".join(b"&lol%d;" % (i - 1) for _ in range(10))) for i in range(1, 10)

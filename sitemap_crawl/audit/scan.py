@@ -30,8 +30,10 @@ from sitemap_crawl.parsing.stream import (
     leading_text,
 )
 from sitemap_crawl.parsing.xml import (
+    ENTITY_DECLARATION,
     describe_error,
     error_after_namespace_errors,
+    inline_entity_references,
     is_namespace_error,
     local_name,
     push_parser_start,
@@ -173,6 +175,7 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
                     return
                 if is_utf8(facts.encoding):
                     utf8 = codecs.getincrementaldecoder("utf-8")()
+                reader.entity_references = ENTITY_DECLARATION in chunk
             if utf8 is not None:
                 utf8 = _check_utf8(utf8, chunk, offset, facts)
             if not offset:
@@ -327,6 +330,8 @@ class _EntryReader:
     def __init__(self, facts: SitemapFacts, recover: bool = False) -> None:
         self.facts = facts
         self.recover = recover
+        self.entity_references = False
+        """The document declares entities: their references are put back in the texts."""
         """Read in recover mode, as far as libxml2 finds namespace errors only (see
         :func:`scan_batches`); the first other error is raised."""
         self._finder: etree.XMLPullParser | None = _parser(("start",))
@@ -432,6 +437,8 @@ class _EntryReader:
                 continue  # the root, or deeper than the root's children
             if self.recover and local_name(element.tag) != self._entry_tag:
                 continue
+            if self.entity_references:
+                inline_entity_references(element)
             last = element
             entries.append(_read_entry(element))
         if last is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import functools
+import itertools
 import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -156,6 +157,8 @@ def iter_entries(
         for chunk in make_chunks():
             if width is None:
                 width = 4 if chunk.startswith(UTF32_STARTS) else 2 if chunk[:2] in _WIDE_STARTS else 1
+                if ENTITY_DECLARATION in chunk:
+                    read_entry = _keeping_entity_references(read_entry)
             newline = chunk.rfind(b"\n")
             if newline < 0:
                 last_line_length += _char_count(chunk, width)
@@ -229,6 +232,44 @@ def _at_end(position: tuple[int, int], line_count: int, last_line_length: int) -
     return line >= line_count and column >= last_line_length - _END_SLACK
 
 
+ENTITY_DECLARATION = b"<!ENTITY"
+"""In a document's first chunk: its DTD declares entities (which are never expanded)."""
+
+
+def inline_entity_references(element: Element) -> None:
+    """Put each entity reference below ``element`` back in the text as written (``a&e;b``):
+    lxml keeps a reference to a declared entity as a node of its own, and ``.text`` stops
+    before it (a URL was cut there)."""
+    for reference in list(element.iter(etree.Entity)):
+        written = (reference.text or "") + (reference.tail or "")
+        before, parent = reference.getprevious(), reference.getparent()
+        if before is not None:
+            before.tail = (before.tail or "") + written
+        elif parent is not None:
+            parent.text = (parent.text or "") + written
+        if parent is not None:
+            parent.remove(reference)
+
+
+_URL_FIELDS = frozenset({"loc", "link", "guid"})
+"""The children of an entry that give its URL (urlset, index, RSS)."""
+
+
+def _keeping_entity_references(read_entry: Callable[[Element, str], Any]) -> Callable[[Element, str], Any]:
+    """``read_entry`` for a document that declares entities (see :func:`inline_entity_references`);
+    an entry whose URL holds a reference is skipped: what it names is not known."""
+
+    def read(element: Element, sitemap_url: str) -> Any:
+        for reference in element.iter(etree.Entity):
+            field = reference.getparent()
+            if field is not None and field.getparent() is element and local_name(field.tag) in _URL_FIELDS:
+                return None
+        inline_entity_references(element)
+        return read_entry(element, sitemap_url)
+
+    return read
+
+
 def _drain(parser: etree.XMLPullParser) -> None:
     """Discard what a parser holds (entries cut by a stream error are not complete)."""
     for _event, element in parser.read_events():
@@ -290,11 +331,16 @@ def _recover(
     """
     parser = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **_parser_options(recover=True))
     read_entry = dialect.reader(raw)
+    chunks = make_chunks()
+    first = next(chunks, b"")
+    if ENTITY_DECLARATION in first:
+        read_entry = _keeping_entity_references(read_entry)
+    chunks = itertools.chain((first,), chunks)
     seen = 0
     stream_error: StreamError | None = None
     ends_cleanly = True
     try:
-        for chunk in _repair_markup(make_chunks()):
+        for chunk in _repair_markup(chunks):
             stripped = chunk.rstrip(_TAIL_SPACE)
             if stripped:
                 ends_cleanly = stripped.endswith(b">")
