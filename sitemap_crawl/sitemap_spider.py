@@ -41,6 +41,7 @@ from sitemap_crawl.arguments import (
 )
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.loader import DEFAULT_SCHEDULER_PATH, PAGE_META_KEY, SCHEDULER_PATH, SitemapRequestLoader
+from sitemap_crawl.wiring import add_unreachable_host_middleware
 
 if TYPE_CHECKING:
     from typing import Self
@@ -132,6 +133,7 @@ class SitemapSpider(Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
+        add_unreachable_host_middleware(settings, "spider")
         # Page requests are persisted by the loader: keep them out of JOBDIR's disk queue
         # (a project with its own scheduler keeps it).
         if settings.get("SCHEDULER") in (DEFAULT_SCHEDULER_PATH, Scheduler):

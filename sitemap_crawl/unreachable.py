@@ -16,7 +16,7 @@ from scrapy import Request
 from sitemap_crawl.discovery.site import Visit
 from sitemap_crawl.failures import failure_reason
 from sitemap_crawl.kinds import ErrorReason
-from sitemap_crawl.names import META_KEY
+from sitemap_crawl.names import META_KEY, SITEMAP_META_KEY
 
 NOT_RETRIED = frozenset({ErrorReason.DNS_LOOKUP_FAILED, ErrorReason.CONNECTION_REFUSED})
 """Failure reasons (sitemap_crawl.failures) that say the host cannot be reached at all."""
@@ -25,8 +25,11 @@ UNREACHABLE_MIDDLEWARE_ORDER = 560
 
 
 class UnreachableHostMiddleware:
-    """Marks a sitemap request that failed to reach its host ``dont_retry``."""
+    """Marks a sitemap request (of the ``sitemaps`` spider, or of a SitemapRequestLoader)
+    that failed to reach its host ``dont_retry``."""
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        if isinstance(request.meta.get(META_KEY), Visit) and failure_reason(exception) in NOT_RETRIED:
+        meta = request.meta
+        is_sitemap = isinstance(meta.get(META_KEY), Visit) or meta.get(SITEMAP_META_KEY) is True
+        if is_sitemap and failure_reason(exception) in NOT_RETRIED:
             request.meta["dont_retry"] = True

@@ -29,12 +29,7 @@ def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "
 
     settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapAuditExtension, TREE_EXTENSION_ORDER + 1)
     _raise_priority(settings, "EXTENSIONS", priority)
-    from sitemap_crawl.unreachable import UNREACHABLE_MIDDLEWARE_ORDER, UnreachableHostMiddleware
-
-    settings.setdefault_in_component_priority_dict(
-        "DOWNLOADER_MIDDLEWARES", UnreachableHostMiddleware, UNREACHABLE_MIDDLEWARE_ORDER
-    )
-    _raise_priority(settings, "DOWNLOADER_MIDDLEWARES", priority)
+    add_unreachable_host_middleware(settings, priority)
     exporters = settings.getdict("FEED_EXPORTERS")
     changed = False
     for feed_format, exporter in EXPORTERS.items():
@@ -44,6 +39,16 @@ def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "
     if changed:
         settings.set("FEED_EXPORTERS", exporters, settings.getpriority("FEED_EXPORTERS") or 0)
     _raise_priority(settings, "FEED_EXPORTERS", priority)
+
+
+def add_unreachable_host_middleware(settings: BaseSettings, priority: int | str) -> None:
+    """Enable the middleware that does not retry a sitemap request whose host cannot be reached."""
+    from sitemap_crawl.unreachable import UNREACHABLE_MIDDLEWARE_ORDER, UnreachableHostMiddleware
+
+    settings.setdefault_in_component_priority_dict(
+        "DOWNLOADER_MIDDLEWARES", UnreachableHostMiddleware, UNREACHABLE_MIDDLEWARE_ORDER
+    )
+    _raise_priority(settings, "DOWNLOADER_MIDDLEWARES", priority)
 
 
 def _raise_priority(settings: BaseSettings, name: str, priority: int | str) -> None:

@@ -395,6 +395,19 @@ def test_homepage_as_a_spider_argument(fixture_site: SiteFactory, tmp_path: Path
     assert site.hits("/robots.txt") == 0
 
 
+def test_a_homepage_that_cannot_be_reached_is_asked_once(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    # the unreachable-host middleware was the sitemaps spider's only: Scrapy retried the
+    # refused robots.txt twice and logged "Gave up retrying" as an ERROR
+    site = fixture_site({})
+    site.stop()  # nothing listens there any more
+    source = sitemap_spider("gone", parse='yield {"url": response.url}')
+    result = run_spider(tmp_path, source, spider_args={"homepage": site.base}, settings={"RETRY_TIMES": 2})
+    result.assert_ok()
+    assert result.stats["downloader/request_count"] == 1
+    assert "retry/count" not in result.stats
+    assert "Gave up retrying" not in result.log
+
+
 def test_several_homepages_one_site_after_another(fixture_site: SiteFactory, tmp_path: Path) -> None:
     # three virtual hosts served by one fixture server (resolved by the test DNS resolver)
     site = fixture_site(
