@@ -319,8 +319,9 @@ def test_homepage_discovery_robots_then_known_paths_skipping_what_was_read() -> 
 
     async def main() -> None:
         loader = SitemapRequestLoader(fetch=web, homepage=f"{BASE}/")
-        got = [p.url for p in await drain(loader)]
-        assert got == [f"{BASE}/from-robots", f"{BASE}/news/1"]
+        pages = await drain(loader)
+        assert [p.url for p in pages] == [f"{BASE}/from-robots", f"{BASE}/news/1"]
+        assert {p.website for p in pages} == {f"{BASE}/"}  # the page item's website (it was None)
         assert loader.completed
         loader.close()
 

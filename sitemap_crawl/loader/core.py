@@ -574,7 +574,7 @@ class SitemapRequestLoader:
             self._read_index(visit, final_url, reader)
             found = 0
         else:
-            found = await self._read_pages(url, final_url, reader)
+            found = await self._read_pages(url, final_url, reader, visit.site or None)
         if reader.error:
             level = logging.DEBUG if visit.optional else logging.WARNING
             logger.log(level, "Sitemap %s: %s (%s)", url, reader.error, reader.detail)
@@ -592,12 +592,16 @@ class SitemapRequestLoader:
             if self._discovery.follows(child, reader.kind):
                 self._discovery.declare(visit, child, index, lineage)
 
-    async def _read_pages(self, url: str, final_url: str, reader: SitemapReader) -> int:
+    async def _read_pages(self, url: str, final_url: str, reader: SitemapReader, website: str | None) -> int:
+        """Queue the pages of a sitemap; ``website``: the homepage of the site being mapped
+        (None for start sitemap URLs without a homepage)."""
+
         def pages() -> Iterator[SitemapPage]:
             for entry in reader:
                 if isinstance(entry, SitemapPage):
                     if final_url != url:
                         entry.sitemap_url = url
+                    entry.website = website
                     yield entry
 
         chosen = self._page_filter(pages(), url) if self._page_filter else pages()
