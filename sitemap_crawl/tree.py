@@ -92,14 +92,18 @@ class SitemapTree:
         for child_path in [p for p in self._orphans if p[:-1] == path]:
             node.children[child_path[-1]] = self._orphans.pop(child_path)
 
-    def close(self) -> None:
-        """Mark nodes still being read as interrupted and hang leftover orphans on the root."""
+    def close(self, stopped: bool = False) -> None:
+        """Mark nodes still being read as interrupted and hang leftover orphans on the root;
+        ``stopped``: the crawl ended before the site was finished, so the sitemaps it had not
+        fetched yet are not in the tree: the website node is marked interrupted too."""
         for node in self._nodes.values():
             if not node.finished:
                 node.error = node.error or INTERRUPTED
                 node.finished = True
         if self.root is None:
             self.root = TreeNode(url="", kind=NodeKind.WEBSITE)
+        if stopped:
+            self.root.error = self.root.error or INTERRUPTED
         for index, (_path, orphan) in enumerate(sorted(self._orphans.items())):
             self.root.children[1_000_000 + index] = orphan
         self._orphans.clear()

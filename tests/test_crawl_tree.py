@@ -145,6 +145,8 @@ def test_tree_file_is_written_when_the_crawl_stops_early_on_an_item_count(
     assert site.hits("/sitemap.xml") == 0
     assert result.tree is not None
     assert result.tree["url"] == site.base + "/"
+    # third.xml is not in it: the website node says the tree is incomplete (it said nothing)
+    assert result.tree["error"] == "interrupted"
     robots_node = robots_of(tree_of(result))
     assert (robots_node["url"], robots_node["kind"]) == (site.url("/robots.txt"), "robots_txt")
     first = robots_node["sub_sitemaps"][0]
@@ -178,6 +180,7 @@ def test_tree_file_is_written_when_the_crawl_is_interrupted(fixture_site: SiteFa
     assert site.hits("/later.xml") == 0
     assert site.hits("/sitemap.xml") == 0
     assert result.tree is not None
+    assert result.tree["error"] == "interrupted"
     robots_node = robots_of(tree_of(result))
     assert robots_node["url"] == site.url("/robots.txt")
     assert robots_node["sub_sitemaps"][0] == node(site.url("/fast.xml"), "xml_urlset", pages=2)

@@ -138,8 +138,10 @@ class SitemapTreeExtension:
         if tree is not None:
             self._close_tree(site, tree, unreachable, attempt)
 
-    def _close_tree(self, site: str, tree: SitemapTree, unreachable: str | None, attempt: str | None = None) -> None:
-        tree.close()
+    def _close_tree(
+        self, site: str, tree: SitemapTree, unreachable: str | None, attempt: str | None = None, stopped: bool = False
+    ) -> None:
+        tree.close(stopped)
         self.crawler.signals.send_catch_log(site_tree, site=site, tree=tree)
         counts = tree.counts()
         self.kinds.update(counts["by_kind"])
@@ -159,7 +161,7 @@ class SitemapTreeExtension:
             return
         self._closed = True
         for site, tree in list(self.trees.items()):  # sites stopped before they were finished
-            self._close_tree(site, tree, None)
+            self._close_tree(site, tree, None, stopped=True)
         self.trees.clear()
         for kind, count in self.kinds.items():
             self.stats.set_value(f"{SITEMAPS_STAT}/{kind}", count)
