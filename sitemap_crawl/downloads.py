@@ -16,6 +16,8 @@ import logging
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.crawler import Crawler
 
+from sitemap_crawl.settings_reader import SettingsReader
+
 logger = logging.getLogger(__name__)
 
 MANY_SITES_HANDLER = "sitemap_crawl.downloads.ManySitesDownloadHandler"
@@ -26,7 +28,7 @@ class ManySitesDownloadHandler(HTTP11DownloadHandler):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        timeout = crawler.settings.getfloat("SITEMAP_CRAWL_IDLE_CONNECTION_TIMEOUT")
+        timeout = SettingsReader(crawler.settings).idle_connection_timeout
         pool = getattr(self, "_pool", None)
         if pool is None or not hasattr(pool, "cachedConnectionTimeout"):  # pragma: no cover - another Scrapy
             logger.warning("Cannot shorten the idle connection timeout with this Scrapy version")

@@ -144,6 +144,16 @@ class SettingsReader:
         )
 
     @property
+    def audit_backlog(self) -> int:
+        """Bytes of bodies with the audit at most before the crawl pauses (SITEMAP_CRAWL_AUDIT_BACKLOG)."""
+        return int(self._get("SITEMAP_CRAWL_AUDIT_BACKLOG"))
+
+    @property
+    def idle_connection_timeout(self) -> float:
+        """Seconds an idle connection is kept in a many-site run (SITEMAP_CRAWL_IDLE_CONNECTION_TIMEOUT)."""
+        return float(self._get("SITEMAP_CRAWL_IDLE_CONNECTION_TIMEOUT"))
+
+    @property
     def loader_queue_size(self) -> int:
         """Page URLs the loader reads ahead (SITEMAP_CRAWL_LOADER_QUEUE_SIZE)."""
         return int(self._get("SITEMAP_CRAWL_LOADER_QUEUE_SIZE"))

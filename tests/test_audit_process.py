@@ -98,3 +98,10 @@ def test_the_process_gives_back_the_memory_of_each_large_body(monkeypatch: pytes
     assert len(trims) == 1
     sink.seek(0)
     assert [read_frame(sink)[:2] for _ in range(4)] == [(process.DONE, job_id) for job_id in range(1, 5)]
+
+
+def test_the_backlog_bound_is_its_default_without_the_add_on(tmp_path: Path) -> None:
+    # read with settings.getint, an unset setting was 0: a bound of 1 byte, the crawl paused
+    # after every body (sitemap_crawl/audit_paused) unless the add-on had set the defaults
+    crawler = get_crawler(settings_dict={"SITEMAP_CRAWL_AUDIT_FILE": str(tmp_path / "findings.jsonl")})
+    assert SitemapAuditExtension.from_crawler(crawler).backlog.limit == 16 * 1024 * 1024

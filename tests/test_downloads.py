@@ -23,3 +23,13 @@ def test_a_many_site_run_uses_it_unless_the_project_has_its_own(tmp_path: Path) 
     single = AsyncCrawlerRunner().create_crawler(SitemapsSpider)
     SitemapsSpider.from_crawler(single, homepage="https://a.example/")
     assert "http" not in single.settings.getdict("DOWNLOAD_HANDLERS")
+
+
+def test_the_idle_connection_timeout_is_its_default_without_the_add_on() -> None:
+    # the handler read it with settings.getfloat: unset (no add-on), it was 0.0
+    from scrapy.settings import Settings
+
+    from sitemap_crawl.settings_reader import SettingsReader
+
+    assert SettingsReader(Settings()).idle_connection_timeout == 10.0
+    assert SettingsReader(Settings({"SITEMAP_CRAWL_IDLE_CONNECTION_TIMEOUT": "2.5"})).idle_connection_timeout == 2.5

@@ -34,6 +34,7 @@ from sitemap_crawl.names import AUDIT_ENCODING_META_KEY, AUDIT_PAUSED_STAT, AUDI
 from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.parsing.worker_protocol import encode_frame, read_frame
 from sitemap_crawl.processes import child_process_env
+from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.signals import site_finished, site_tree
 from sitemap_crawl.tree import SitemapTree
 
@@ -52,7 +53,7 @@ class SitemapAuditExtension:
         self.user_agent = str(crawler.settings.get("USER_AGENT") or "*")
         self.counts: Counter[str] = Counter()
         self.backlog = AuditBacklog(
-            crawler.settings.getint("SITEMAP_CRAWL_AUDIT_BACKLOG"), self._send, self._pause, self._resume
+            SettingsReader(crawler.settings).audit_backlog, self._send, self._pause, self._resume
         )
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemap-audit")
         self._process: subprocess.Popen[bytes] | None = None
