@@ -16,6 +16,7 @@ import asyncio
 import dataclasses
 import hashlib
 import logging
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -87,6 +88,9 @@ class HistoryTracker:
         self.store = store
         self._states: dict[str, SitemapState | None] = {}
         """The stored state of each sitemap in flight (read before its request was sent)."""
+        self._in_flight: Counter[str] = Counter()
+        """Requests in flight for each sitemap URL (one URL declared in two indexes is fetched
+        for each place): its state is let go when the last one ends."""
         self._commits: dict[int, tuple[Any, SitemapChanges]] = {}
         """id(item given to Scrapy) -> (that item, the changed sitemap whose rows it holds)."""
 
@@ -103,6 +107,7 @@ class HistoryTracker:
 
     async def request_headers(self, url: str) -> dict[str, str]:
         """Read a sitemap's stored state; the conditional headers its request carries."""
+        self._in_flight[url] += 1  # (counted first: forget() is called however this ends)
         state = await self.store.state(url)
         self._states[url] = state
         headers: dict[str, str] = {}
@@ -114,15 +119,18 @@ class HistoryTracker:
         return headers
 
     def forget(self, url: str) -> None:
-        """The sitemap's request failed: drop what was read for it."""
-        self._states.pop(url, None)
+        """A request for the sitemap ended (read, failed, or left out after a redirect): the
+        state read for it is dropped with the last request for that URL."""
+        self._in_flight[url] -= 1
+        if self._in_flight[url] <= 0:
+            del self._in_flight[url]
+            self._states.pop(url, None)
 
     def unchanged(self, url: str, response: Response) -> SitemapState | None:
         """The stored state when the response says the sitemap did not change (304, or the
-        stored body hash), else None. The state read for the request is let go either way."""
-        state = self._states.pop(url, None)
+        stored body hash), else None."""
+        state = self._states.get(url)
         if state is None or state.body_hash is None:
-            self._states[url] = state  # read again by start()
             return None
         if response.status == NOT_MODIFIED:
             self._inc("not_modified")
@@ -136,12 +144,11 @@ class HistoryTracker:
                 state.etag, state.last_modified = etag, modified
                 self._submit(self.store.commit(state, None))
             return state
-        self._states[url] = state
         return None
 
     def start(self, url: str, kind: str, response: Response) -> SitemapChanges:
         """A changed (or new) sitemap: collect what it lists."""
-        before = self._states.pop(url, None)
+        before = self._states.get(url)
         etag, modified = _validators(response)
         after = SitemapState(url, kind, etag, modified, body_hash(response.body))
         self._inc("changed")
