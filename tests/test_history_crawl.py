@@ -257,3 +257,23 @@ def test_a_sitemap_under_two_indexes_exports_nothing_when_unchanged(
     site["/shared.xml"] = Route(urlset("{base}/p1"), etag='"s2"')
     third = _run(crawl, site, history)
     assert {(row["url"], row["change"]) for row in third.pages} == {(site.url("/p2"), "removed")}
+
+
+def test_with_the_audit_every_sitemap_is_read_again_and_audited_alike(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # the audit took each 304's empty body for the sitemap: an empty-sitemap for every
+    # sitemap, and a no-sitemap-in-robots, in the second run
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    findings = tmp_path / "findings.jsonl"
+    first = _run(crawl, site, history, SITEMAP_CRAWL_AUDIT_FILE=str(findings))
+    first_findings = findings.read_text("utf-8")
+    site.reset()
+
+    second = _run(crawl, site, history, SITEMAP_CRAWL_AUDIT_FILE=str(findings))
+
+    assert first.pages and second.pages == []  # unchanged bodies: no rows
+    assert all(request.header("If-None-Match") is None for request in site.requests)
+    assert second.stats["sitemap_crawl/history/unchanged"] == 4
+    assert findings.read_text("utf-8") == first_findings

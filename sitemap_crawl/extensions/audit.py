@@ -19,6 +19,7 @@ import sys
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from http import HTTPStatus
 from typing import IO, Any, BinaryIO, cast
 
 from scrapy import Request, signals
@@ -90,8 +91,8 @@ class SitemapAuditExtension:
 
     def _response(self, response: Response, request: Request, spider: Any) -> None:
         visit = request.meta.get(META_KEY)
-        if not isinstance(visit, Visit):
-            return
+        if not isinstance(visit, Visit) or response.status == HTTPStatus.NOT_MODIFIED:
+            return  # (a 304 has no body to audit: its empty one was an empty-sitemap)
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
         encoding = str(request.meta.get(AUDIT_ENCODING_META_KEY, ""))
         facts = ResponseFacts(visit.site, visit.url, visit.role, response.status, response.url, content_type, encoding)

@@ -83,9 +83,12 @@ class SitemapChanges:
 class HistoryTracker:
     """Validators, unchanged / changed decisions and commits, for the ``sitemaps`` spider."""
 
-    def __init__(self, crawler: Crawler, store: HistoryStore) -> None:
+    def __init__(self, crawler: Crawler, store: HistoryStore, conditional: bool = True) -> None:
         self.crawler = crawler
         self.store = store
+        self.conditional = conditional
+        """Whether requests carry the stored validators (off when the audit needs every body:
+        an unchanged sitemap is then told by its body's hash)."""
         self._states: dict[str, SitemapState | None] = {}
         """The stored state of each sitemap in flight (read before its request was sent)."""
         self._in_flight: Counter[str] = Counter()
@@ -111,7 +114,7 @@ class HistoryTracker:
         state = await self.store.state(url)
         self._states[url] = state
         headers: dict[str, str] = {}
-        if state is not None and state.body_hash is not None:
+        if self.conditional and state is not None and state.body_hash is not None:
             if state.etag:
                 headers["If-None-Match"] = state.etag
             if state.last_modified:

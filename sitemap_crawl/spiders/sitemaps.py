@@ -181,7 +181,15 @@ class SitemapsSpider(Spider):
             except HistoryError as exc:
                 logger.error("Bad setting for the %s spider: SITEMAP_CRAWL_HISTORY: %s", spider.name, exc)
                 raise SpiderArgumentError(str(exc)) from None
-            spider.history = HistoryTracker(crawler, store)
+            audited = bool(
+                crawler.settings.get("SITEMAP_CRAWL_AUDIT_FILE") or crawler.settings.get("SITEMAP_CRAWL_REPORT_FILE")
+            )
+            if audited:
+                logger.info(
+                    "The audit reads every sitemap: the history's requests are not conditional "
+                    "(an unchanged sitemap is told by its body)"
+                )
+            spider.history = HistoryTracker(crawler, store, conditional=not audited)
             spider.history.connect()
         crawler.signals.connect(spider._on_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._close_readers, signal=signals.spider_closed)
