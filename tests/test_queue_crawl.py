@@ -132,6 +132,9 @@ def test_enqueue_counts_new_and_already_there_and_status_shows_it(queue_server: 
     assert "  waiting:       3" in text.stdout and "  done:          0" in text.stdout
     bad = scrapy("sitemaps-status", "--queue", "http://not-redis/")
     assert bad.returncode != 0 and "is not a redis:// or rediss:// URL" in bad.stderr
+    bad_option = scrapy("sitemaps-status", "--queue", f"{queue_server.url}?socket_timeout=abc")
+    assert bad_option.returncode == 2 and "Invalid value for 'socket_timeout'" in bad_option.stderr
+    assert "Traceback" not in bad_option.stderr
     gone = scrapy("sitemaps-status", "--queue", "redis://127.0.0.1:1/0")
     assert gone.returncode == 1 and "cannot be reached" in gone.stderr
 
@@ -403,5 +406,10 @@ def test_a_worker_whose_server_cannot_be_reached_stops_at_once(crawl: CrawlRunne
     assert "Traceback" not in result.log and result.duration < 30
     bad = crawl.start({"queue": "http://127.0.0.1:1/"}, output_format=None).wait(60)
     assert bad.returncode == 1 and "is not a redis:// or rediss:// URL" in bad.log
+    # the Redis client raised at the first command (a traceback), and the worker hung
+    bad_port = crawl.start({"queue": "redis://:secret@127.0.0.1:notaport/0"}, output_format=None).wait(60)
+    assert bad_port.returncode == 1 and "Traceback" not in bad_port.log
+    assert bad_port.log_count("Port could not be cast to integer value as 'notaport'") == 1
+    assert "secret" not in bad_port.log
     both = crawl.start({"queue": "redis://127.0.0.1:1/0", "homepage": "http://a.test/"}, output_format=None).wait(60)
     assert both.returncode == 1 and "queue maps the sites of the queue" in both.log

@@ -26,11 +26,19 @@ GROUP = "workers"
 
 
 def parse_queue_url(value: object) -> str:
-    """A ``redis://`` or ``rediss://`` URL, as given; SpiderArgumentError otherwise."""
+    """A ``redis://`` or ``rediss://`` URL, as given; SpiderArgumentError otherwise (also for
+    what the Redis client would refuse: a port that is not a number from 0 to 65535, a bad
+    option value such as ``?socket_timeout=abc``)."""
     text = str(value or "").strip()
     parts = urlsplit(text)
     if parts.scheme.lower() not in SCHEMES or not parts.hostname:
         raise SpiderArgumentError(f"queue={text!r} is not a redis:// or rediss:// URL (redis://host:6379/0)")
+    from redis.connection import parse_url  # (the client: a dependency, imported only here)
+
+    try:
+        parse_url(text)
+    except ValueError as exc:
+        raise SpiderArgumentError(f"queue={display_url(text)!r}: {exc}") from None
     return text
 
 
@@ -39,8 +47,8 @@ def display_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.password is None:
         return url
-    netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    host_and_port = parts.netloc.rpartition("@")[2]  # as written (its port may not be a number)
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host_and_port}"))
 
 
 @dataclass(frozen=True)
