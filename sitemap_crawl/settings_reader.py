@@ -62,7 +62,18 @@ class SettingsReader:
 
     @property
     def batch_size(self) -> int:
-        return max(0, int(self._get("SITEMAP_CRAWL_BATCH_SIZE")))
+        """Pages per PageBatch item; 0 (one item a page) when a feed is split every N items
+        (FEED_EXPORT_BATCH_ITEM_COUNT, a feed's ``batch_item_count``): Scrapy counts items,
+        and N must be N rows."""
+        return 0 if self.feeds_split_by_items else max(0, int(self._get("SITEMAP_CRAWL_BATCH_SIZE")))
+
+    @property
+    def feeds_split_by_items(self) -> bool:
+        """Whether a feed starts a new file every N items."""
+        if int(self._settings.get("FEED_EXPORT_BATCH_ITEM_COUNT") or 0) > 0:
+            return True
+        feeds = self._settings.getdict("FEEDS") if hasattr(self._settings, "getdict") else {}
+        return any(int((options or {}).get("batch_item_count") or 0) > 0 for options in feeds.values())
 
     @property
     def tree_log_lines(self) -> int:

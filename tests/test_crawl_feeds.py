@@ -334,3 +334,24 @@ def test_feed_export_fields_keep_their_meaning(fixture_site: SiteFactory, crawl:
     assert read_feed(tmp_path / "fields.jsonl") == [
         {"url": page["url"], "images": page["images"], "priority": page["priority"]} for page in expected
     ]
+
+
+def test_a_feed_split_every_n_items_gets_n_rows_a_file(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # Scrapy counts items: with batches of pages, a file held up to N batches (3,005 rows
+    # in one file for N = 1,000)
+    site = feed_site(fixture_site)
+    template = tmp_path / "pages-%(batch_id)s.jsonl"
+
+    crawl(
+        {"homepage": site.base, "use_known_paths": False},
+        settings={**SETTINGS, "FEED_EXPORT_BATCH_ITEM_COUNT": 2},
+        output_format=None,
+        extra_args=["-O", str(template)],
+    ).assert_ok()
+
+    files = sorted(tmp_path.glob("pages-*.jsonl"), key=lambda path: int(path.stem.split("-")[1]))
+    rows = [read_feed(path) for path in files]
+    assert [len(part) for part in rows] == [2, 2, 2]
+    assert [row["url"] for part in rows for row in part] == [page["url"] for page in expected_pages(site.base)]
