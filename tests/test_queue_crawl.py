@@ -386,6 +386,33 @@ def test_queue_wait_keeps_a_worker_for_sites_added_later(
     assert rows_by_site(lines(tmp_path / "pages-w.jsonl")) == expected_urls(expected)
 
 
+def test_a_second_worker_given_the_files_of_a_running_one_stops_at_start(
+    crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # the contract's command in one directory: both wrote pages-1.jsonl (-O, no batch
+    # size: batch 1 for both), each over the other's rows (60 of 90 rows were left)
+    def start() -> RunningCrawl:
+        return crawl.start(
+            {"queue": queue_server.url, "queue_wait": True},
+            output_format=None,
+            settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees.jsonl")},
+            extra_args=["-O", str(tmp_path / "pages-%(batch_id)s.jsonl")],
+        )
+
+    first = start()
+    assert first.wait_for_log("The queue is drained: waiting for more sites")
+    second = start().wait(60)
+    assert second.returncode == 1 and "Traceback" not in second.log
+    assert second.log_count(f"another worker writes {tmp_path / 'pages-1.jsonl'}") == 1
+    assert first.running()
+    first.interrupt()
+    assert first.wait(30).stats["finish_reason"] == "shutdown"
+    third = start()  # the files are free again once the first has stopped
+    assert third.wait_for_log("The queue is drained: waiting for more sites")
+    third.interrupt()
+    third.wait(30)
+
+
 def test_a_queue_entry_that_is_not_a_url_is_acknowledged_not_mapped(
     crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:

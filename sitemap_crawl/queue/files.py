@@ -9,6 +9,11 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Windows
+    fcntl = None  # type: ignore[assignment]
+
 from scrapy.crawler import Crawler
 from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, apply_uri_params
 from w3lib.url import file_uri_to_path
@@ -76,6 +81,34 @@ def prepare_feeds(feeds: dict[str, Any], spider: Any) -> None:
                 f"-O {uri} would erase the rows that {path} holds (sites the queue counts as done): "
                 "give a queue worker -o (append) or a file name of its own, such as pages-%(worker)s.jsonl"
             )
+
+
+def lock_outputs(feeds: dict[str, Any], spider: Any, tree_file: str | None) -> list[int]:
+    """Hold an exclusive lock on each local feed file and the tree file for the run (the
+    descriptors returned; closing them lets go): a second worker given the same files (the
+    same directory and ``-O pages-%(batch_id)s.jsonl``) stops at start with a bad argument,
+    where the two wrote over each other's rows."""
+    if fcntl is None:  # pragma: no cover - not on Windows
+        return []
+    paths = [path for _uri, _options, path in _local_feeds(feeds, spider)]
+    if tree_file:
+        paths.append(Path(tree_file))
+    held: list[int] = []
+    for path in dict.fromkeys(paths):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(descriptor)
+            for other in held:
+                os.close(other)
+            raise SpiderArgumentError(
+                f"another worker writes {path}: give each worker files of its own "
+                "(-o 'pages-%(worker)s.jsonl', and a tree file of its own, such as trees-HOST-1.jsonl)"
+            ) from None
+        held.append(descriptor)
+    return held
 
 
 async def sync_files(files: list[Any]) -> None:

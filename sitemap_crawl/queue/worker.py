@@ -44,7 +44,7 @@ from scrapy.exceptions import DontCloseSpider
 from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
 from sitemap_crawl.names import QUEUE_ACKED_STAT, QUEUE_CLAIMED_STAT, QUEUE_DEAD_STAT, QUEUE_ROUND_TRIPS_STAT
 from sitemap_crawl.queue.config import QueueConfig, display_url
-from sitemap_crawl.queue.files import feed_files, prepare_feeds, sync_files, tree_files
+from sitemap_crawl.queue.files import feed_files, lock_outputs, prepare_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
 from sitemap_crawl.queue.stream import Lease, SiteQueue
 from sitemap_crawl.signals import site_finished, sitemap_node
@@ -98,6 +98,8 @@ class QueueWorker:
         self._committing = False
         self._drained = False
         self._stopping = False
+        self._locks: list[int] = []
+        """Descriptors holding the locks on this worker's output files (see lock_outputs)."""
         self._closing: asyncio.Future[Any] | None = None
         self.crawler: Crawler | None = None
         self.spider: Any = None
@@ -122,6 +124,7 @@ class QueueWorker:
                 self.name,
             )
         prepare_feeds(crawler.settings.getdict("FEEDS"), spider)
+        self._locks = lock_outputs(crawler.settings.getdict("FEEDS"), spider, tree_file)
         crawler.signals.connect(self.ledger.node, signal=sitemap_node)
         crawler.signals.connect(self._item_done, signal=signals.item_scraped)
         crawler.signals.connect(self._item_done, signal=signals.item_dropped)
@@ -364,6 +367,9 @@ class QueueWorker:
     async def _closed(self) -> None:
         """spider_closed: stop the background work, report the round trips, close the client."""
         self._stopping = True
+        for descriptor in self._locks:  # (a descriptor of its own: the feeds' files are not touched)
+            os.close(descriptor)
+        self._locks = []
         for task in list(self._tasks):
             if task is not asyncio.current_task():
                 task.cancel()
