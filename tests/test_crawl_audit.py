@@ -72,6 +72,30 @@ def test_sound_site_has_no_finding_and_off_writes_nothing(
     assert "Sitemap audit" not in off.log
 
 
+def test_a_well_known_path_that_found_nothing_is_no_finding(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # a "not found" page answered 200 at /sitemap was an invalid-document, a served-as-html
+    # and a known-path-only, for a probe the tree leaves out
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/declared.xml"),
+            "/declared.xml": urlset("{base}/a"),
+            "/sitemap": Route("<html><body>Page not found</body></html>", content_type="text/html"),
+            "/sitemap.xml": Route("", content_type="text/xml"),
+            "/sitemap_index.xml": Route("Nothing here.\n", content_type="text/plain"),
+        }
+    )
+    audit_file = tmp_path / "findings.jsonl"
+    settings = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5, "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file)}
+    result = crawl({"homepage": site.base}, settings=settings).assert_ok()
+    assert site.hits("/sitemap") == 1 and site.hits("/sitemap_index.xml") == 1
+    assert result.tree is not None and [child["url"] for child in result.tree["sub_sitemaps"]] == [
+        site.url("/robots.txt")
+    ]
+    assert read_findings(audit_file) == []
+
+
 def test_many_sites_findings_carry_their_website(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
     routes: dict[str, Any] = {}
     for name in ("one.test", "two.test"):

@@ -19,6 +19,7 @@ from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
 from sitemap_crawl.audit.scan import body_bytes, body_head
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
+from sitemap_crawl.parsing import INVALID, SitemapReader
 from sitemap_crawl.parsing.stream import Body
 
 _JSON_STRING: Callable[[str], str] = json.encoder.encode_basestring  # the C one when there is one
@@ -82,6 +83,8 @@ class CrawlAudit:
     def _findings(self, facts: ResponseFacts, body: Body) -> Iterator[Finding]:
         site, url, role, status, final_url, content_type, encoding = facts
         audit = self._site_audit(site)
+        if role == KNOWN and status < 400 and found_nothing(body, final_url):
+            return  # a probe that found nothing (a "not found" page...): left out of the tree too
         if status >= 400:
             yield from audit.audit_fetch(url, final_url, status, known_path=role == KNOWN)
         elif role == ROBOTS:
@@ -156,3 +159,11 @@ class CrawlAudit:
             with open(self.report_path, "w", encoding="utf-8") as report_file:
                 report_file.write(self.report.render())
         return counts
+
+
+def found_nothing(body: Body, url: str) -> bool:
+    """Whether a body at a well-known path is what the crawl leaves out of the tree: no
+    sitemap (an HTML page, an empty body, another root) or one with no entry. Read up to its
+    first entry only."""
+    reader = SitemapReader(body, url)
+    return reader.kind == INVALID or next(iter(reader), None) is None
