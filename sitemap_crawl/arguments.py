@@ -57,7 +57,12 @@ def parse_homepage(value: object, normalize: bool) -> str:
     """An http(s) homepage URL, reduced to scheme://host[:port]/ when ``normalize``."""
     text = str(value).strip()
     parts = urlsplit(text) if usable_url(text) else None  # an unbalanced [ or a bad port: none
-    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+    if (
+        parts is None
+        or parts.scheme.lower() not in ("http", "https")
+        or not parts.hostname
+        or _NOT_IN_A_HOST.search(parts.hostname)
+    ):
         raise SpiderArgumentError(f"homepage={text!r} is not an http(s) URL (example: https://www.example.org/)")
     scheme = parts.scheme.lower()
     if normalize:
@@ -69,6 +74,8 @@ def parse_homepage(value: object, normalize: bool) -> str:
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_NOT_IN_A_HOST = re.compile(r"[\s%<>\"{}|\\^`/?#@]")
+"""Characters no host name holds (a space, a percent escape...)."""
 
 
 def _site_host(parts: SplitResult, scheme: str) -> str:

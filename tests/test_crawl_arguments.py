@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_crawl.arguments import parse_homepage
+from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
 from tests.support import Route, gzip_bytes, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import SiteFactory
@@ -44,6 +44,15 @@ def test_homepage_is_reduced_to_the_site_root(fixture_site: SiteFactory, crawl: 
 def test_the_site_root_has_no_user_password_or_default_port(homepage: str, site: str) -> None:
     # the website node and every row's website field kept "user:secret@" and ":80"
     assert parse_homepage(homepage, normalize=True) == site
+
+
+@pytest.mark.parametrize(
+    "homepage", ["https://exa mple.com/", "https://exa%20mple.com/", "http://:80/", "https://a<b>/"]
+)
+def test_a_host_no_name_can_hold_is_a_bad_homepage(homepage: str) -> None:
+    # (a space in the host was taken, and each of its requests failed)
+    with pytest.raises(SpiderArgumentError, match="is not an http"):
+        parse_homepage(homepage, normalize=True)
 
 
 def test_normalize_homepage_false_keeps_the_path(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
