@@ -96,9 +96,10 @@ def test_a_silent_site_is_claimed_then_dead_lettered(queue_server: QueueServer) 
         assert dead == 1
         letters = await queue.dead_letters()
         assert [(letter["homepage"], letter["attempts"]) for letter in letters] == [
-            ("http://kills-its-worker.test/", "3")
+            ("http://kills-its-worker.test/", 3)  # numbers: sitemaps-status --json gave "3"
         ]
-        assert letters[0]["reason"].startswith("taken 3 times and never finished (last by w4")
+        assert isinstance(letters[0]["time"], int)
+        assert str(letters[0]["reason"]).startswith("taken 3 times and never finished (last by w4")
         status = await queue.status()
         assert (status.dead, status.in_flight, status.workers) == (1, 1, {"w5": 1})
 

@@ -310,7 +310,20 @@ class SiteQueue:
             pages=int(counts.get("pages", 0)),
         )
 
-    async def dead_letters(self, count: int = 100) -> list[dict[str, str]]:
-        """The last dead-lettered sites, newest first (homepage, entry, reason, attempts, time)."""
+    async def dead_letters(self, count: int = 100) -> list[dict[str, str | int]]:
+        """The last dead-lettered sites, newest first (homepage, entry, reason: text;
+        attempts, time: numbers)."""
         entries = await self.client.xrevrange(self.config.dead, "+", "-", count=count)
-        return [{_text(key): _text(value) for key, value in (fields or {}).items()} for _id, fields in entries or ()]
+        return [_dead_letter(fields or {}) for _id, fields in entries or ()]
+
+
+_NUMBERS = frozenset({"attempts", "time"})
+"""The fields of a dead letter that are counts (the stream holds text)."""
+
+
+def _dead_letter(fields: dict[Any, Any]) -> dict[str, str | int]:
+    letter: dict[str, str | int] = {}
+    for key, value in fields.items():
+        name, text = _text(key), _text(value)
+        letter[name] = int(text) if name in _NUMBERS and text.isdigit() else text
+    return letter

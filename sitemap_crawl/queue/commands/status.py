@@ -46,7 +46,7 @@ class Command(QueueCommand):
         print(render(display_url(config.url), config.key, status, dead[:DEAD_SHOWN]))
 
 
-async def _status(config: QueueConfig) -> tuple[dict[str, Any], list[dict[str, str]]]:
+async def _status(config: QueueConfig) -> tuple[dict[str, Any], list[dict[str, str | int]]]:
     from sitemap_crawl.queue.stream import SiteQueue
 
     queue = SiteQueue(config)
@@ -57,7 +57,7 @@ async def _status(config: QueueConfig) -> tuple[dict[str, Any], list[dict[str, s
         await queue.close()
 
 
-def render(url: str, key: str, status: dict[str, Any], dead: list[dict[str, str]]) -> str:
+def render(url: str, key: str, status: dict[str, Any], dead: list[dict[str, str | int]]) -> str:
     """The text form of the status."""
     waiting = "unknown (Redis < 7)" if status["waiting"] is None else status["waiting"]
     workers = ", ".join(f"{name}: {count}" for name, count in sorted(status["workers"].items()))
