@@ -200,3 +200,20 @@ def test_sites_with_nothing_to_fetch_finish_one_after_another(crawl: CrawlRunner
 
     assert len(trees_path.read_text("utf-8").splitlines()) == 3000
     assert result.stats["sitemap_crawl/sites_done"] == 3000
+
+
+def test_the_warning_of_a_file_without_homepages_is_said_once_and_only_then(crawl: CrawlRunner, tmp_path: Path) -> None:
+    # a helper process whose share was empty (every line one host) warned that the file
+    # lists no usable homepage, and a file without one warned once per process
+    one_host = tmp_path / "one-host.txt"
+    one_host.write_text("http://a.test/\nhttp://a.test/x\n", encoding="utf-8")
+    none = tmp_path / "none.txt"
+    none.write_text("# nothing\nnot a url\n", encoding="utf-8")
+    settings = {**SETTINGS, "SITEMAP_CRAWL_PROCESSES": 2}
+    fine = crawl({"homepages_file": str(one_host), "use_robots": False, "use_known_paths": False}, settings=settings)
+    trees = tmp_path / "trees.json"
+    empty = crawl({"homepages_file": str(none)}, settings={**settings, "SITEMAP_CRAWL_TREE_FILE": str(trees)})
+    assert fine.assert_ok().log_count("lists no usable homepage") == 0
+    assert empty.assert_ok().log_count("lists no usable homepage") == 1
+    assert trees.read_text("utf-8") == "[]\n"  # no tree file was written
+    assert "Sites: 0 mapped" in empty.log

@@ -157,7 +157,7 @@ class SitemapTreeExtension:
 
     def close_spider(self) -> None:
         """Write the tree file and the stats, and prepare the closing log lines (once)."""
-        if self._closed or not self.nodes_seen:
+        if self._closed or not (self.nodes_seen or self.many_sites):  # (a many-site run writes [] for none)
             return
         self._closed = True
         for site, tree in list(self.trees.items()):  # sites stopped before they were finished

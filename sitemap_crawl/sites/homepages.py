@@ -42,6 +42,8 @@ class HomepageList:
         self.skipped = 0
         self.repeated = 0
         self.taken = 0
+        self.usable = 0
+        """Lines that are homepages, in every share (repeats too)."""
         self._lines = lines
         self._seen: set[int] = set()
 
@@ -68,6 +70,7 @@ class HomepageList:
                     continue
                 logger.error("%s line %d: %r is not an http(s) URL; skipped", self.source, number, text[:200])
                 continue
+            self.usable += 1
             if not self.shard.holds(host_of(homepage)):
                 continue
             key = site_key(homepage)

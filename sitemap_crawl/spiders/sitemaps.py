@@ -382,8 +382,10 @@ class SitemapsSpider(Spider):
                         yield item
                 for name, value in self.helpers.stats.items():
                     self.crawler.stats.inc_value(name, value)
-            if not self.sites and not self.sites_done and self.queue is None:
-                logger.warning("%s lists no usable homepage: nothing to map", self.homepages.source)
+            homepages = self.homepages
+            if isinstance(homepages, HomepageList) and not homepages.usable and not homepages.shard.index:
+                # (said once, by the first process of a split run: the others share its file)
+                logger.warning("%s lists no usable homepage: nothing to map", homepages.source)
         else:
             self._open_site(self.homepage, self.start_sitemap_urls)
         # sitemap requests are sent by the discovery, in order; start() yields only the
