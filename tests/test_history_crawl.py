@@ -277,3 +277,38 @@ def test_with_the_audit_every_sitemap_is_read_again_and_audited_alike(
     assert all(request.header("If-None-Match") is None for request in site.requests)
     assert second.stats["sitemap_crawl/history/unchanged"] == 4
     assert findings.read_text("utf-8") == first_findings
+
+
+def test_a_sitemap_its_index_drops_has_its_pages_removed_once(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # the index changed, and b.xml's pages stayed in the history for good: never removed
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site["/index.xml"] = Route(sitemapindex("{base}/a.xml"), etag='"i2"', last_modified=DATE)
+
+    second = _run(crawl, site, history)
+    third = _run(crawl, site, history)
+
+    assert _changes(second.pages, site.base) == [("/b1", "removed"), ("/b2", "removed")]
+    assert {row["sitemap_url"] for row in second.pages} == {site.url("/b.xml")}
+    assert site.hits("/b.xml") == 1  # (the first run only)
+    assert third.pages == []
+    with sqlite3.connect(history) as db:
+        assert db.execute("SELECT count(*) FROM sitemaps WHERE url = ?", (site.url("/b.xml"),)).fetchone() == (0,)
+
+
+def test_a_sitemap_its_index_drops_but_a_well_known_path_finds_is_not_removed(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    known = {"SITEMAP_CRAWL_KNOWN_PATHS": "b.xml"}
+    run = {"homepage": site.base}
+    crawl(run, settings={**FAST, "SITEMAP_CRAWL_HISTORY": str(history), **known}).assert_ok()
+    site["/index.xml"] = Route(sitemapindex("{base}/a.xml"), etag='"i2"', last_modified=DATE)
+
+    second = crawl(run, settings={**FAST, "SITEMAP_CRAWL_HISTORY": str(history), **known}).assert_ok()
+
+    assert second.pages == []  # read at /b.xml as a well-known path: unchanged

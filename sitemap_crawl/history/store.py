@@ -79,10 +79,17 @@ class HistoryStore:
         """The stored pages of a sitemap."""
         return await self._run(self._pages, url)
 
-    def commit(self, state: SitemapState, pages: Iterable[tuple[str, str, bytes]] | None) -> Future[None]:
+    async def listed_by_another(self, url: str, parent: str) -> bool:
+        """Whether a stored sitemap other than ``parent`` lists ``url`` among its children."""
+        return await self._run(self._listed_by_another, url, parent)
+
+    def commit(
+        self, state: SitemapState, pages: Iterable[tuple[str, str, bytes]] | None, forget: Iterable[str] = ()
+    ) -> Future[None]:
         """Queue the replacement of a sitemap's state, and of its pages when ``pages`` is given
-        (url, hash, record); writes happen in the order they were queued."""
-        return self._executor.submit(self._commit, state, None if pages is None else list(pages))
+        (url, hash, record), and the removal of the sitemaps ``forget`` names (no longer
+        listed); writes happen in the order they were queued."""
+        return self._executor.submit(self._commit, state, None if pages is None else list(pages), list(forget))
 
     def open_now(self) -> None:
         """:meth:`open`, waiting for it: once, before the crawl starts (nothing else runs yet)."""
@@ -140,11 +147,21 @@ class HistoryStore:
         )
         return {page: (digest, zlib.decompress(record)) for page, digest, record in rows}
 
-    def _commit(self, state: SitemapState, pages: list[tuple[str, str, bytes]] | None) -> None:
+    def _listed_by_another(self, url: str, parent: str) -> bool:
+        assert self._db is not None
+        rows = self._db.execute(
+            "SELECT children FROM sitemaps WHERE url != ? AND instr(children, ?) > 0", (parent, json.dumps(url))
+        )
+        return any(url in json.loads(children) for (children,) in rows)
+
+    def _commit(self, state: SitemapState, pages: list[tuple[str, str, bytes]] | None, forget: list[str]) -> None:
         db = self._db
         assert db is not None
         db.execute("BEGIN")
         try:
+            for gone in forget:
+                db.execute("DELETE FROM pages WHERE sitemap_id IN (SELECT id FROM sitemaps WHERE url = ?)", (gone,))
+                db.execute("DELETE FROM sitemaps WHERE url = ?", (gone,))
             (sitemap_id,) = db.execute(
                 "INSERT INTO sitemaps (url, etag, last_modified, body_hash, kind, page_count, children) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, "

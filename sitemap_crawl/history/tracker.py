@@ -17,7 +17,7 @@ import dataclasses
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +70,11 @@ class SitemapChanges:
     """Whether every row has been given to Scrapy."""
     to_commit: list[tuple[str, str, bytes]] | None = None
     """The pages the history will hold for it, once its rows are written (set by ``rows``)."""
+    listed: set[str] = field(default_factory=set)
+    """Every sub-sitemap it lists, followed or not (an index, robots.txt)."""
+    forget: list[str] = field(default_factory=list)
+    """The sitemaps it no longer lists (nor does any other stored one), with those below
+    them: their pages were exported removed, and they leave the history (set by ``rows``)."""
 
     def add_page(self, page: SitemapPage) -> None:
         if page.url not in self.pages:
@@ -78,6 +83,10 @@ class SitemapChanges:
 
     def add_child(self, url: str) -> None:
         self.after.children.append(url)
+
+    def add_listed(self, url: str) -> None:
+        """A sub-sitemap it lists, whether this run follows it or not."""
+        self.listed.add(url)
 
 
 class HistoryTracker:
@@ -91,6 +100,9 @@ class HistoryTracker:
         an unchanged sitemap is then told by its body's hash)."""
         self._states: dict[str, SitemapState | None] = {}
         """The stored state of each sitemap in flight (read before its request was sent)."""
+        self._read: set[str] = set()
+        """The sitemap URLs asked for in this run (a sitemap one parent drops may be read
+        through another place: it is not removed)."""
         self._in_flight: Counter[str] = Counter()
         """Requests in flight for each sitemap URL (one URL declared in two indexes is fetched
         for each place): its state is let go when the last one ends."""
@@ -111,6 +123,7 @@ class HistoryTracker:
     async def request_headers(self, url: str) -> dict[str, str]:
         """Read a sitemap's stored state; the conditional headers its request carries."""
         self._in_flight[url] += 1  # (counted first: forget() is called however this ends)
+        self._read.add(url)
         state = await self.store.state(url)
         self._states[url] = state
         headers: dict[str, str] = {}
@@ -157,7 +170,9 @@ class HistoryTracker:
         self._inc("changed")
         return SitemapChanges(url, before, after)
 
-    async def rows(self, changes: SitemapChanges, partial: bool) -> list[SitemapPage]:
+    async def rows(
+        self, changes: SitemapChanges, partial: bool, still_read: Callable[[str], bool] = lambda _url: False
+    ) -> list[SitemapPage]:
         """The rows of a changed sitemap: added, modified, then removed pages. With ``partial``
         (a body read only in part) no page is removed, and the next run reads it again."""
         stored = await self.store.pages(changes.url)  # also without a state: the same URL may be in flight twice
@@ -172,9 +187,14 @@ class HistoryTracker:
         for url in diff.removed:
             page = page_from_dict(orjson.loads(stored[url][1]))
             rows.append(_changed(page, REMOVED))
+        removed = len(diff.removed)
+        if not partial and changes.before is not None:
+            for child in changes.before.children:
+                if child not in changes.listed and child not in self._read and not still_read(child):
+                    removed += await self._dropped(child, changes.url, changes.forget, rows)
         self._inc(ADDED, len(diff.added))
         self._inc(MODIFIED, len(diff.modified))
-        self._inc(REMOVED, len(diff.removed))
+        self._inc(REMOVED, removed)
         after = changes.after
         after.page_count = len(current)
         pages = [(url, digest, record) for url, (digest, record, _page) in current.items()]
@@ -185,6 +205,22 @@ class HistoryTracker:
         changes.rows = len(rows)
         changes.pages.clear()  # the rows hold what is exported
         return rows
+
+    async def _dropped(self, url: str, parent: str, forget: list[str], rows: list[SitemapPage]) -> int:
+        """A sitemap ``parent`` listed and lists no more: unless another stored sitemap lists
+        it, its pages (and those of the sitemaps below it) are removed rows, and it is to be
+        forgotten. Returns the rows added."""
+        if url in forget or await self.store.listed_by_another(url, parent):
+            return 0
+        forget.append(url)
+        stored = await self.store.pages(url)
+        for _digest, record in stored.values():
+            rows.append(_changed(page_from_dict(orjson.loads(record)), REMOVED))
+        added = len(stored)
+        state = await self.store.state(url)
+        for child in state.children if state is not None else ():
+            added += await self._dropped(child, url, forget, rows)
+        return added
 
     def track(self, changes: SitemapChanges, item: Any) -> None:
         """``item`` (a row or a batch of rows of ``changes``) is about to be given to Scrapy."""
@@ -210,7 +246,7 @@ class HistoryTracker:
 
     def _commit(self, changes: SitemapChanges) -> None:
         self._flush_feeds()
-        self._submit(self.store.commit(changes.after, changes.to_commit))
+        self._submit(self.store.commit(changes.after, changes.to_commit, changes.forget))
         changes.to_commit = None
 
     def _flush_feeds(self) -> None:

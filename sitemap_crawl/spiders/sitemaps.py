@@ -537,7 +537,10 @@ class SitemapsSpider(Spider):
         """A history run: the rows of a changed sitemap (added, modified, removed); its new
         state is committed once the last one is written."""
         assert self.history is not None
-        rows = await self.history.rows(changes, partial)
+        discovery = self.sites.get(visit.site)
+        known_urls = frozenset(discovery.known_urls) if discovery is not None else frozenset()
+        # a sitemap the parent drops but a well-known path still finds is not removed
+        rows = await self.history.rows(changes, partial, known_urls.__contains__)
         since = self.since
         if since is not None:  # recorded as seen all the same: since filters what is exported
             kept = [row for row in rows if since.keeps_page(row.last_modified)]
@@ -679,6 +682,8 @@ class SitemapsSpider(Spider):
                         yield entry
                 else:
                     assert isinstance(entry, SitemapRef)
+                    if changes is not None:
+                        changes.add_listed(entry.url)
                     if not discovery.follows(entry.url, reader.kind):
                         self.crawler.stats.inc_value(NOT_FOLLOWED_STAT)
                         continue
