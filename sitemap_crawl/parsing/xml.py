@@ -12,7 +12,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import functools
-import itertools
 import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -331,16 +330,16 @@ def _recover(
     """
     parser = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **_parser_options(recover=True))
     read_entry = dialect.reader(raw)
-    chunks = make_chunks()
-    first = next(chunks, b"")
-    if ENTITY_DECLARATION in first:
-        read_entry = _keeping_entity_references(read_entry)
-    chunks = itertools.chain((first,), chunks)
     seen = 0
     stream_error: StreamError | None = None
     ends_cleanly = True
+    first = True
     try:
-        for chunk in _repair_markup(chunks):
+        for chunk in _repair_markup(make_chunks()):
+            if first:
+                first = False
+                if ENTITY_DECLARATION in chunk:
+                    read_entry = _keeping_entity_references(read_entry)
             stripped = chunk.rstrip(_TAIL_SPACE)
             if stripped:
                 ends_cleanly = stripped.endswith(b">")
