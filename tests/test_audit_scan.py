@@ -236,6 +236,9 @@ def test_a_prefix_not_declared_is_a_bad_namespace_and_the_entries_after_it_are_c
         ("bad-namespace", None),
     ]
     assert _findings(body)[-1][2].startswith("Namespace prefix xhtml on link is not defined, line 2")
+    facts = SitemapFacts()
+    assert len(list(scan(body, facts))) == 3
+    assert facts.size == len(body)  # read twice, counted once
 
 
 def test_a_root_whose_prefix_is_not_declared_is_one_bad_namespace() -> None:

@@ -152,7 +152,7 @@ def scan_batches(body: Body, facts: SitemapFacts) -> Iterator[list[RawEntry]]:
         yield from _scan_batches(body, facts, _EntryReader(facts))
     except _NamespaceErrors as exc:
         facts.namespace_error = str(exc)
-        read, facts.entry_count = facts.entry_count, 0
+        read, facts.entry_count, facts.size = facts.entry_count, 0, 0  # (counted again as it is read again)
         reader = _EntryReader(facts, recover=True)
         for batch in _scan_batches(body, facts, reader):
             if read >= len(batch):
