@@ -576,25 +576,24 @@ def test_a_page_of_two_sitemaps_is_in_progress_once_at_a_time_and_both_copies_su
     web = FakeWeb(
         {
             f"{BASE}/a.xml": urlset({"loc": shared, "priority": 0.1}, {"loc": f"{BASE}/a1"}),
-            f"{BASE}/b.xml": urlset({"loc": shared, "priority": 0.9}, {"loc": f"{BASE}/b1"}),
+            f"{BASE}/b.xml": urlset({"loc": shared, "priority": 0.9}, {"loc": f"{BASE}/b1"}, {"loc": f"{BASE}/b2"}),
         }
     )
     sitemaps = [f"{BASE}/a.xml", f"{BASE}/b.xml"]
 
     async def first_run() -> None:
         loader = SitemapRequestLoader(sitemaps, fetch=web, persist_dir=tmp_path)
-        handed = [await loader.fetch_next_page() for _ in range(3)]
-        # b.xml's copy of the shared page waits for a.xml's: a1, then b1 came first
+        handed = [await loader.fetch_next_page() for _ in range(4)]
+        # b.xml's copy of the shared page waits while a.xml's is in progress
         assert [(page.url, page.sitemap_url) for page in handed if page] == [
             (shared, f"{BASE}/a.xml"),
             (f"{BASE}/a1", f"{BASE}/a.xml"),
             (f"{BASE}/b1", f"{BASE}/b.xml"),
+            (f"{BASE}/b2", f"{BASE}/b.xml"),
         ]
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(loader.fetch_next_page(), 0.2)
         state = loader.state
-        assert state.in_progress == {shared, f"{BASE}/a1", f"{BASE}/b1"}
-        assert list(state.url_queue) == [shared] and state.total_count == 4
+        assert state.in_progress == {shared, f"{BASE}/a1", f"{BASE}/b1", f"{BASE}/b2"}
+        assert list(state.url_queue) == [shared] and state.total_count == 5
         loader.mark_handled(f"{BASE}/a1")
         loader.close()  # stopped with a.xml's copy in progress, b.xml's waiting
 
@@ -605,13 +604,28 @@ def test_a_page_of_two_sitemaps_is_in_progress_once_at_a_time_and_both_copies_su
         got = await drain(loader)
         assert sorted((page.url, page.sitemap_url, page.priority) for page in got) == [
             (f"{BASE}/b1", f"{BASE}/b.xml", 0.5),
+            (f"{BASE}/b2", f"{BASE}/b.xml", 0.5),
             (shared, f"{BASE}/a.xml", 0.1),
             (shared, f"{BASE}/b.xml", 0.9),
         ]
-        assert (loader.handled_count, loader.total_count, loader.completed) == (4, 4, True)
+        assert (loader.handled_count, loader.total_count, loader.completed) == (5, 5, True)
         loader.close()
 
     run(second_run)
+
+
+def test_a_consumer_that_marks_pages_later_gets_every_copy_without_waiting() -> None:
+    # the copy held back goes once nothing else is left, not only once its twin is handled
+    shared = f"{BASE}/shared"
+    web = FakeWeb({f"{BASE}/a.xml": urlset(shared), f"{BASE}/b.xml": urlset(shared)})
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/a.xml", f"{BASE}/b.xml"], fetch=web)
+        got = await asyncio.wait_for(drain(loader, handle=False), 5)
+        assert [page.sitemap_url for page in got] == [f"{BASE}/a.xml", f"{BASE}/b.xml"]
+        loader.close()
+
+    run(main)
 
 
 def test_a_completed_job_does_nothing_on_restart(tmp_path: Path) -> None:

@@ -466,19 +466,28 @@ class SitemapRequestLoader:
     async def next_queued(self) -> QueuedPage | None:
         """The next queued page, now in progress (None when every sitemap is read)."""
         self._ensure_running()
-        while True:
-            while not self._queue:
-                if self._producer_done and not self._held:
+        entry: QueuedPage | None = None
+        while entry is None:
+            if self._queue:
+                entry = self._queue.popleft()
+                if len(self._queue) <= self._low_water:
+                    self._room.set()
+                if entry.page.url in self._in_progress:  # its other copy is in progress: it waits
+                    self._held.setdefault(entry.page.url, deque()).append(entry)
+                    entry = None
+            elif self._producer_done:
+                if not self._held:
                     return None
+                # nothing else is left: a copy held back goes now, so that a consumer that
+                # marks its pages handled later (in batches) is never kept waiting for good
+                url, held = next(iter(self._held.items()))
+                entry = held.popleft()
+                if not held:
+                    del self._held[url]
+            else:
                 self._ready.clear()
                 await self._ready.wait()  # (a page held back is released by mark_handled)
-            entry = self._queue.popleft()
-            if len(self._queue) <= self._low_water:
-                self._room.set()
-            url = entry.page.url
-            if url not in self._in_progress:
-                break
-            self._held.setdefault(url, deque()).append(entry)  # its other copy is in progress
+        url = entry.page.url
         self._in_progress[url] = self._in_progress.get(url, 0) + 1
         self._in_progress_pages[url] = entry.page
         self._in_progress_total += 1
