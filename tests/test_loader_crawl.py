@@ -21,11 +21,13 @@ from tests.support.spiders import (
     recording_spider,
     run_spider,
     serve_paged_sitemaps,
+    sitemap_spider,
     start_spider,
     wait_for_lines,
 )
 
 SITEMAPS = 4
+FEED_EXPORTER = "scrapy.extensions.feedexport.FeedExporter"
 PER_SITEMAP = int(os.environ.get("SITEMAP_CRAWL_KILL_TEST_PER_SITEMAP", "50000"))
 """4 x 50,000 = the 200,000-page site of the issue (smaller only to try the test quickly)."""
 MAX_IN_FLIGHT = 64
@@ -184,3 +186,29 @@ def test_a_consumer_throttled_to_a_few_pages_per_second_gets_all_50000(tmp_path:
         largest = json.loads(result.log.split("largest ", 1)[1].split("\n", 1)[0])
         assert largest[0] <= 500 and largest[1] <= 40
         assert result.stats["sitemap_crawl/loader/pages_handled"] == 50_000
+
+
+def test_a_page_counted_handled_has_its_row_in_the_feed_after_kill_9(tmp_path: Path) -> None:
+    # the feed exporter keeps rows in its file's buffer: pages journaled as handled lost
+    # their rows at a kill -9, and the restart did not visit them again
+    with FixtureServer(pages="/p/") as site:
+        (urls,) = serve_paged_sitemaps(site, [3000]).values()
+        jobdir = tmp_path / "job"
+        source = sitemap_spider("rows", sitemap_urls=[site.url("/index.xml")], parse='yield {"url": response.url}')
+        settings = {
+            **LEAN_SETTINGS,
+            "EXTENSIONS_BASE": {"scrapy.extensions.corestats.CoreStats": 0, FEED_EXPORTER: 0},
+            "JOBDIR": jobdir,
+            "SITEMAP_CRAWL_LOADER_SAVE_INTERVAL": 3600,  # one snapshot: the journal keeps every page
+            "CONCURRENT_REQUESTS": 2,
+        }
+        journal = jobdir / "sitemap_loader.handled"
+        with start_spider(tmp_path / "run1", source, settings=settings) as first:
+            reached = wait_for_lines(journal, 300, first, timeout=120)
+            first.kill()
+            first.process.wait()
+        assert reached >= 300, first.log()[-3000:]
+        handled = set(read_lines(journal))
+        rows = {json.loads(line)["url"] for line in read_lines(tmp_path / "run1" / "items.jsonl")}
+        assert handled <= rows, f"{len(handled - rows)} pages handled without their row"
+        assert handled <= set(urls)

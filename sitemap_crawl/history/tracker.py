@@ -24,10 +24,10 @@ from typing import Any
 
 import orjson
 from scrapy.crawler import Crawler
-from scrapy.extensions.feedexport import FeedExporter
 from scrapy.http import Response
 
 from sitemap_crawl.codec import page_from_dict
+from sitemap_crawl.feed_files import flush_feed_files
 from sitemap_crawl.history.diff import ADDED, MODIFIED, REMOVED, diff_pages
 from sitemap_crawl.history.store import HistoryStore, SitemapState
 from sitemap_crawl.items import SitemapPage
@@ -245,19 +245,9 @@ class HistoryTracker:
             asyncio.get_running_loop().call_soon(self._commit, changes)
 
     def _commit(self, changes: SitemapChanges) -> None:
-        self._flush_feeds()
+        flush_feed_files(self.crawler)  # (a kill after this keeps the rows)
         self._submit(self.store.commit(changes.after, changes.to_commit, changes.forget))
         changes.to_commit = None
-
-    def _flush_feeds(self) -> None:
-        """Push the rows written so far to the feed files (a kill after this keeps them)."""
-        extensions = getattr(self.crawler.extensions, "middlewares", ())
-        for extension in extensions:
-            if isinstance(extension, FeedExporter):
-                for slot in extension.slots:
-                    file = getattr(slot, "file", None)
-                    if file is not None and hasattr(file, "flush") and not getattr(file, "closed", False):
-                        file.flush()
 
     @staticmethod
     def _submit(future: Future[None]) -> None:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sitemap_crawl.feed_files import flush_feed_files
 from sitemap_crawl.items import SitemapPage
 from sitemap_crawl.names import (
     LOADER_COMPLETED_STAT,
@@ -28,8 +29,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from twisted.python.failure import Failure
-
-    from sitemap_crawl.loader.core import QueuedPage, SitemapRequestLoader
+from sitemap_crawl.loader.core import QueuedPage, SitemapRequestLoader
 
 logger = logging.getLogger(__name__)
 
@@ -217,6 +217,8 @@ class ScrapyBinding:
         url = self._tokens.pop(token, None)
         self._records.pop(token, None)
         if url is not None:
+            # its rows in the feed files first: a kill -9 after the journal line keeps them
+            flush_feed_files(self.crawler)
             self.loader.mark_handled(url)
             now = time.monotonic()
             if now - self._last_timer_sweep >= _TIMER_SWEEP_INTERVAL:
@@ -261,7 +263,8 @@ class ScrapyBinding:
         record = self._records.get(token) if token is not None else None
         if record is not None and record.source is response:
             record.finished += 1
-            self._check(token, record)
+            # after every receiver of this signal: the feed exporters write the item in theirs
+            asyncio.get_running_loop().call_soon(self._check, token, record)
 
     def _request_dropped(self, request: Request, **kwargs: Any) -> None:
         if isinstance(request.callback, _TrackedCallback):

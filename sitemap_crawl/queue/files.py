@@ -15,7 +15,7 @@ except ImportError:  # pragma: no cover - not on Windows
     fcntl = None  # type: ignore[assignment]
 
 from scrapy.crawler import Crawler
-from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, apply_uri_params
+from scrapy.extensions.feedexport import apply_uri_params
 from w3lib.url import file_uri_to_path
 
 from sitemap_crawl.arguments import SpiderArgumentError
@@ -23,17 +23,6 @@ from sitemap_crawl.tree_file import ends_mid_line
 
 LINE_FORMATS = ("jsonlines", "jsonl", "jl")
 """Feed formats of one record per line, whose last line a crash may cut short."""
-
-
-def feed_files(crawler: Crawler) -> list[IO[bytes]]:
-    """The open files of the crawl's local feeds (other storages upload at the end: they
-    hold nothing a crash could keep anyway)."""
-    exporter = crawler.get_extension(FeedExporter)
-    files = []
-    for slot in getattr(exporter, "slots", ()):
-        if isinstance(slot.storage, FileFeedStorage) and slot.file is not None:
-            files.append(slot.file)
-    return files
 
 
 def tree_files(crawler: Crawler) -> list[IO[str]]:

@@ -42,9 +42,10 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
 
 from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
+from sitemap_crawl.feed_files import feed_files
 from sitemap_crawl.names import QUEUE_ACKED_STAT, QUEUE_CLAIMED_STAT, QUEUE_DEAD_STAT, QUEUE_ROUND_TRIPS_STAT
 from sitemap_crawl.queue.config import QueueConfig, display_url
-from sitemap_crawl.queue.files import feed_files, lock_outputs, prepare_feeds, sync_files, tree_files
+from sitemap_crawl.queue.files import lock_outputs, prepare_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
 from sitemap_crawl.queue.stream import Lease, SiteQueue
 from sitemap_crawl.signals import site_finished, sitemap_node
