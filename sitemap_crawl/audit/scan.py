@@ -33,10 +33,11 @@ from sitemap_crawl.parsing.xml import (
     ENTITY_DECLARATION,
     describe_error,
     error_after_namespace_errors,
+    first_error,
     inline_entity_references,
     is_namespace_error,
     local_name,
-    push_parser_start,
+    push_parser_chunks,
 )
 
 SITEMAP_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -167,7 +168,7 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
     utf8: codecs.IncrementalDecoder | None = None
     offset = 0
     try:
-        for chunk in _chunks(body, facts):
+        for chunk in push_parser_chunks(_chunks(body, facts)):  # (unchanged in UTF-8, whose bytes are checked)
             if first:
                 first = False
                 facts.encoding = declared_encoding(chunk)
@@ -178,8 +179,6 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
                 reader.entity_references = ENTITY_DECLARATION in chunk
             if utf8 is not None:
                 utf8 = _check_utf8(utf8, chunk, offset, facts)
-            if not offset:
-                chunk = push_parser_start(chunk)
             offset += len(chunk)
             for batch in reader.feed(chunk):
                 if batch:
@@ -219,8 +218,8 @@ def _checker_error(body: Body) -> str | None:
     what the pull parser did not), or None."""
     checker = _checker()
     try:
-        for index, chunk in enumerate(_chunks(body, SitemapFacts())):
-            checker.feed(push_parser_start(chunk) if index == 0 else chunk)
+        for chunk in push_parser_chunks(_chunks(body, SitemapFacts())):
+            checker.feed(chunk)
         checker.close()
     except (etree.XMLSyntaxError, StreamError) as exc:
         return str(exc)
@@ -330,10 +329,10 @@ class _EntryReader:
     def __init__(self, facts: SitemapFacts, recover: bool = False) -> None:
         self.facts = facts
         self.recover = recover
-        self.entity_references = False
-        """The document declares entities: their references are put back in the texts."""
         """Read in recover mode, as far as libxml2 finds namespace errors only (see
         :func:`scan_batches`); the first other error is raised."""
+        self.entity_references = False
+        """The document declares entities: their references are put back in the texts."""
         self._finder: etree.XMLPullParser | None = _parser(("start",))
         self._held: list[bytes] = []
         self._main: etree.XMLPullParser | etree.XMLParser | None = None
@@ -363,9 +362,9 @@ class _EntryReader:
         self._main.close()
         if isinstance(self._main, etree.XMLPullParser):
             return entries + self._read()
-        for error in self._main.feed_error_log:  # a checker reads on past namespace errors
-            if error.domain == etree.ErrorDomains.NAMESPACE and self.facts.namespace_error is None:
-                self.facts.namespace_error = describe_error(error)
+        error = first_error(self._main.feed_error_log, namespace=True)  # a checker reads on past them
+        if error is not None and self.facts.namespace_error is None:
+            self.facts.namespace_error = describe_error(error)
         return entries
 
     def _find_root(self, chunk: bytes) -> bool:
@@ -422,9 +421,9 @@ class _EntryReader:
         """In recover mode, raise the first error that is not a namespace error."""
         if self.recover:
             assert self._main is not None
-            for entry in self._main.feed_error_log:
-                if entry.level >= etree.ErrorLevels.ERROR and entry.domain != etree.ErrorDomains.NAMESPACE:
-                    raise _NotWellFormed(describe_error(entry))
+            error = first_error(self._main.feed_error_log, namespace=False)
+            if error is not None:
+                raise _NotWellFormed(describe_error(error))
 
     def _read(self) -> list[RawEntry]:
         assert isinstance(self._main, etree.XMLPullParser)

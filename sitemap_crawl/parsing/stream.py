@@ -16,7 +16,7 @@ CHUNK_SIZE = 256 * 1024
 _SNIFF_SIZE = 1024
 _WHITESPACE = b" \t\r\n\x0c"
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
-_UTF32_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
+UTF32_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
 UTF32_STARTS = (b"<\x00\x00\x00", b"\x00\x00\x00<")
 """How XML in UTF-32 without a byte order mark starts (little, big endian)."""
 UTF16_STARTS = (b"<\x00", b"\x00<")
@@ -176,7 +176,7 @@ def sniff(head: bytes) -> BodyFormat:
 
 def leading_text(head: bytes) -> str:
     """The start of a body as text, after any BOM and leading whitespace."""
-    if head.startswith(_UTF32_BOMS):
+    if head.startswith(UTF32_BOMS):
         encoding = "utf-32"
     elif head.startswith(_UTF16_BOMS):
         encoding = "utf-16"

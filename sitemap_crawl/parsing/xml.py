@@ -32,7 +32,7 @@ from sitemap_crawl.parsing.fields import (
     split_list,
     without_fragment,
 )
-from sitemap_crawl.parsing.stream import UTF16_STARTS, UTF32_STARTS, StreamError
+from sitemap_crawl.parsing.stream import UTF16_STARTS, UTF32_BOMS, UTF32_STARTS, StreamError
 
 _ROOT_SCAN_LIMIT = 1 << 20
 FEED_SIZE = 32 * 1024
@@ -104,9 +104,7 @@ def find_root_name(chunks: Iterator[bytes]) -> tuple[str | None, str | None, lis
     seen: list[bytes] = []
     size = 0
     try:
-        for chunk in chunks:
-            if not seen:
-                chunk = push_parser_start(chunk)
+        for chunk in push_parser_chunks(chunks):
             seen.append(chunk)
             for start in range(0, len(chunk), _ROOT_SCAN_STEP):
                 parser.feed(chunk[start : start + _ROOT_SCAN_STEP])
@@ -289,12 +287,21 @@ class Recovered:
 _NAMESPACE_DOMAIN = etree.ErrorDomains.NAMESPACE
 
 
+def first_error(log: Any, *, namespace: bool) -> Any:
+    """The first error (level ERROR or worse) of a parser's log that is a namespace error
+    (``namespace``) or is not one; None when there is none."""
+    for entry in log:
+        if entry.level >= etree.ErrorLevels.ERROR and (entry.domain == _NAMESPACE_DOMAIN) is namespace:
+            return entry
+    return None
+
+
 def is_namespace_error(parser: etree._FeedParser) -> bool:
     """Whether libxml2 stopped a strict parser on namespace errors only (a prefix not
     declared, ...): the document is well-formed XML, readable in recover mode as it is.
     (The parser's own log: an exception's ``error_log`` may hold other parsers' errors.)"""
     log = parser.feed_error_log
-    return _only_namespace_errors(log) and any(entry.domain == _NAMESPACE_DOMAIN for entry in log)
+    return first_error(log, namespace=True) is not None and first_error(log, namespace=False) is None
 
 
 def describe_error(entry: Any) -> str:
@@ -308,11 +315,7 @@ def error_after_namespace_errors(parser: etree._FeedParser) -> Any:
     errors = [entry for entry in parser.feed_error_log if entry.level >= etree.ErrorLevels.ERROR]
     if not errors or errors[0].domain != _NAMESPACE_DOMAIN:
         return None
-    return next((entry for entry in errors if entry.domain != _NAMESPACE_DOMAIN), None)
-
-
-def _only_namespace_errors(log: Any) -> bool:
-    return all(entry.domain == _NAMESPACE_DOMAIN for entry in log if entry.level >= etree.ErrorLevels.ERROR)
+    return first_error(errors, namespace=False)
 
 
 def _recover(
@@ -371,7 +374,7 @@ def _recover(
                 entry = read_entry(held, sitemap_url)
                 if entry is not None:
                     yield entry
-    return Recovered(stream_error, _only_namespace_errors(parser.feed_error_log) and ends_cleanly)
+    return Recovered(stream_error, first_error(parser.feed_error_log, namespace=False) is None and ends_cleanly)
 
 
 _TAIL_SPACE = b" \t\r\n\x00"
@@ -379,7 +382,6 @@ _XML_SPACE = b" \t\r\n"
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
-_UTF32_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
 _UTF16_BOM_OF_START = dict(zip(UTF16_STARTS, (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), strict=True))
 _UTF16_DECLARATION_STARTS = (b"<\x00?\x00", b"\x00<\x00?")
 
@@ -391,7 +393,7 @@ def push_parser_start(chunk: bytes) -> bytes:
     dropped, the parser tells UTF-32 from the ``<`` that follows. UTF-16 without a byte
     order mark is read by it only when it starts ``<?xml``: a mark is put before any
     other start. Every other start passes unchanged."""
-    if chunk.startswith(_UTF32_BOMS):
+    if chunk.startswith(UTF32_BOMS):
         return chunk[4:]
     bom = _UTF16_BOM_OF_START.get(chunk[:2])
     if bom is None or chunk.startswith(_UTF16_DECLARATION_STARTS) or chunk.startswith(UTF32_STARTS):
@@ -399,15 +401,21 @@ def push_parser_start(chunk: bytes) -> bytes:
     return bom + chunk
 
 
+def push_parser_chunks(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """``chunks``, the first as :func:`push_parser_start` gives it."""
+    for chunk in chunks:
+        yield push_parser_start(chunk)
+        yield from chunks
+        return
+
+
 def _without_leading_space(make_chunks: Callable[[], Iterator[bytes]]) -> Iterator[bytes]:
     """The document without the whitespace some servers send before ``<?xml``
     (which makes it ill-formed); a UTF-8 BOM stays. UTF-16 and UTF-32 get the start
     :func:`push_parser_start` gives; other encodings pass unchanged."""
-    chunks = make_chunks()
+    chunks = push_parser_chunks(make_chunks())
     bom = b""
     for index, chunk in enumerate(chunks):
-        if index == 0:
-            chunk = push_parser_start(chunk)
         if index == 0 and chunk.startswith(_UTF8_BOM):
             bom, chunk = _UTF8_BOM, chunk[len(_UTF8_BOM) :]
         stripped = chunk.lstrip(_XML_SPACE)
