@@ -46,6 +46,23 @@ class SettingsReader:
         return str(value) if value else None
 
     @property
+    def audit_file(self) -> str | None:
+        """The audit's findings file (SITEMAP_CRAWL_AUDIT_FILE), or None."""
+        value = self._settings.get("SITEMAP_CRAWL_AUDIT_FILE")
+        return str(value) if value else None
+
+    @property
+    def report_file(self) -> str | None:
+        """The audit's HTML report (SITEMAP_CRAWL_REPORT_FILE), or None."""
+        value = self._settings.get("SITEMAP_CRAWL_REPORT_FILE")
+        return str(value) if value else None
+
+    @property
+    def audited(self) -> bool:
+        """Whether the audit runs: a findings file or a report is asked for."""
+        return bool(self.audit_file or self.report_file)
+
+    @property
     def max_depth(self) -> int:
         return int(self._get("SITEMAP_CRAWL_MAX_DEPTH"))
 
@@ -92,8 +109,7 @@ class SettingsReader:
         (``SITEMAP_CRAWL_AUDIT_FILE``, ``SITEMAP_CRAWL_REPORT_FILE``: its findings) and a
         history run (``SITEMAP_CRAWL_HISTORY``: one SQLite file, one writer).
         """
-        one_file = ("SITEMAP_CRAWL_AUDIT_FILE", "SITEMAP_CRAWL_REPORT_FILE", "SITEMAP_CRAWL_HISTORY")
-        if any(self._get(name) for name in one_file):
+        if self.audited or self._get("SITEMAP_CRAWL_HISTORY"):
             return 1
         value = self._get("SITEMAP_CRAWL_PROCESSES")
         if value is None or str(value).strip().lower() == "auto":

@@ -9,7 +9,7 @@ from sitemap_crawl.exporters import EXPORTERS
 TREE_EXTENSION = "sitemap_crawl.extensions.tree.SitemapTreeExtension"
 TREE_EXTENSION_ORDER = 100
 AUDIT_EXTENSION = "sitemap_crawl.extensions.audit.SitemapAuditExtension"
-"""Off (NotConfigured) unless SITEMAP_CRAWL_AUDIT_FILE is set."""
+"""Off (NotConfigured) unless SITEMAP_CRAWL_AUDIT_FILE or SITEMAP_CRAWL_REPORT_FILE is set."""
 TREE_PIPELINE = "sitemap_crawl.pipelines.SitemapTreePipeline"
 """The former tree pipeline: a project may still list it in ITEM_PIPELINES (it shares the extension)."""
 

@@ -71,11 +71,10 @@ class SitemapAuditExtension:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapAuditExtension:
-        path = crawler.settings.get("SITEMAP_CRAWL_AUDIT_FILE")
-        report_path = crawler.settings.get("SITEMAP_CRAWL_REPORT_FILE")
-        if not path and not report_path:
+        config = SettingsReader(crawler.settings)
+        if not config.audited:
             raise NotConfigured  # off (no message: Scrapy would log one WARNING line per crawl)
-        return cls(crawler, str(path) if path else None, str(report_path) if report_path else None)
+        return cls(crawler, config.audit_file, config.report_file)
 
     # in the reactor thread
 

@@ -181,9 +181,7 @@ class SitemapsSpider(Spider):
             except HistoryError as exc:
                 logger.error("Bad setting for the %s spider: SITEMAP_CRAWL_HISTORY: %s", spider.name, exc)
                 raise SpiderArgumentError(str(exc)) from None
-            audited = bool(
-                crawler.settings.get("SITEMAP_CRAWL_AUDIT_FILE") or crawler.settings.get("SITEMAP_CRAWL_REPORT_FILE")
-            )
+            audited = SettingsReader(crawler.settings).audited
             if audited:
                 logger.info(
                     "The audit reads every sitemap: the history's requests are not conditional "
