@@ -337,6 +337,14 @@ class SitemapRequestLoader:
     def _held_count(self) -> int:
         return sum(map(len, self._held.values()))
 
+    def _take_held(self, url: str) -> QueuedPage:
+        """The first copy of ``url`` held back (its entry goes with its last copy)."""
+        held = self._held[url]
+        entry = held.popleft()
+        if not held:
+            del self._held[url]
+        return entry
+
     # -- life cycle --------------------------------------------------------------------
 
     def open(self) -> None:
@@ -480,10 +488,7 @@ class SitemapRequestLoader:
                     return None
                 # nothing else is left: a copy held back goes now, so that a consumer that
                 # marks its pages handled later (in batches) is never kept waiting for good
-                url, held = next(iter(self._held.items()))
-                entry = held.popleft()
-                if not held:
-                    del self._held[url]
+                entry = self._take_held(next(iter(self._held)))
             else:
                 self._ready.clear()
                 await self._ready.wait()  # (a page held back is released by mark_handled)
@@ -504,11 +509,8 @@ class SitemapRequestLoader:
         else:
             del self._in_progress[url]
             self._in_progress_pages.pop(url, None)
-            held = self._held.get(url)
-            if held:  # the next copy of this URL may go now, first
-                self._queue.appendleft(held.popleft())
-                if not held:
-                    del self._held[url]
+            if url in self._held:  # the next copy of this URL may go now, first
+                self._queue.appendleft(self._take_held(url))
                 self._ready.set()
         self._in_progress_total -= 1
         self._handled += 1
