@@ -75,6 +75,7 @@ CASES: dict[str, tuple[bytes, bytes]] = {
     "unescaped-url": (urlset(url("https://example.com/dir/a b")), urlset(url("https://example.com/dir/a%20b"))),
     "mixed-scheme": (urlset(url("http://example.com/dir/a")), urlset(url())),
     "empty-sitemap": (urlset(), urlset(url())),
+    "missing-loc": (urlset(url(), "<url><lastmod>2024-05-01</lastmod></url>"), urlset(url())),
     "duplicate-in-sitemap": (urlset(url(), url()), urlset(url(), url("https://example.com/dir/b"))),
     "bad-namespace": (
         urlset(url(), ns='xmlns="http://www.google.com/schemas/sitemap/0.84"'),
@@ -337,7 +338,8 @@ def test_a_redirected_child_is_found_under_the_url_its_index_lists(index_first: 
     nested = SiteAudit(None, now=NOW)
     assert list(nested.audit_sitemap(index(CHILD), SITEMAP)) == []
     found = list(nested.audit_sitemap(index("https://example.com/dir/c.xml"), MOVED, requested_url=CHILD))
-    assert [(f.rule, f.sitemap_url, f.url) for f in found] == [("nested-index", SITEMAP, MOVED)]
+    # the nested index is named as the index lists it (the URL to mend there), as above
+    assert [(f.rule, f.sitemap_url, f.url) for f in found] == [("nested-index", SITEMAP, CHILD)]
 
 
 def test_a_sitemap_declared_under_the_url_it_redirects_from() -> None:
@@ -515,3 +517,63 @@ def test_hreflang_limit_counts_only_alternates_waiting_for_a_back_link(monkeypat
     lonely = url("https://example.com/dir/x", _alternates(pages[0]))  # p0 does not list x
     list(audit.audit_sitemap(urlset(*pairs, lonely), SITEMAP))
     assert [(f.rule, f.url) for f in audit.finish()] == [("hreflang-not-reciprocal", "https://example.com/dir/x")]
+
+
+def test_another_port_is_another_host() -> None:
+    # a page on another port of the sitemap's host, and a robots.txt of one port vouching for another
+    here = "http://localhost:8001/sitemap.xml"
+    body = urlset(url("http://localhost:8002/a"), url("http://localhost:8003/b"), url("http://localhost:8001/c"))
+    audit = SiteAudit(None, now=NOW)
+    list(audit.audit_robots(f"Sitemap: {here}\n".encode(), "http://localhost:8003/robots.txt"))
+    found = [(f.rule, f.url, f.detail) for f in audit.audit_sitemap(body, here)]
+    assert found == [
+        (
+            "other-host",
+            "http://localhost:8002/a",
+            "host localhost:8002, the sitemap is on localhost:8001;"
+            " http://localhost:8002/robots.txt was not read before this sitemap (cross-submission not checked)",
+        )
+    ]
+    # the scheme's default port written out is the same host
+    same = urlset(url("https://example.com:443/dir/a"), url("https://example.com/dir/b"))
+    assert list(SiteAudit(None, now=NOW).audit_sitemap(same, "https://example.com:443/dir/sitemap.xml")) == []
+
+
+def test_a_robots_txt_vouches_for_its_own_port_only() -> None:
+    declarations = SitemapDeclarations()
+    declarations.add("http://localhost:8001/robots.txt", ["http://other.example/sitemap.xml"])
+    assert declarations.declares("localhost:8001", "http://other.example/sitemap.xml")
+    assert not declarations.declares("localhost:8002", "http://other.example/sitemap.xml")
+    assert not declarations.read("localhost")
+
+
+def test_a_sitemap_redirected_to_a_disallowed_url() -> None:
+    audit = SiteAudit(None, now=NOW)
+    list(audit.audit_robots(ROBOTS, "https://example.com/robots.txt", "mybot"))
+    moved = "https://example.com/dir/private/s.xml"
+    found = [(f.rule, f.sitemap_url, f.url) for f in audit.audit_fetch(SITEMAP, moved, 200, "text/xml")]
+    assert found == [("redirected", SITEMAP, moved), ("sitemap-disallowed", SITEMAP, moved)]
+
+
+def test_entries_without_a_loc() -> None:
+    body = urlset("<url><lastmod>2024-05-01</lastmod></url>", "<url><loc> </loc></url>")
+    found = [(f.rule, f.detail) for f in SiteAudit(None, now=NOW).audit_sitemap(body, SITEMAP)]
+    assert found == [
+        ("missing-loc", "<url> entry 1 has no <loc>"),
+        ("missing-loc", "<url> entry 2 has an empty <loc>"),
+        ("empty-sitemap", "<urlset> with no entry that has a <loc>"),
+    ]
+    bare = index("https://example.com/dir/a.xml").replace(b"<loc>", b"").replace(b"</loc>", b"")
+    found = [(f.rule, f.detail) for f in SiteAudit(None, now=NOW).audit_sitemap(bare, SITEMAP)]
+    assert found[0] == ("missing-loc", "<sitemap> entry 1 has no <loc>")
+
+
+def test_a_page_listed_again_counts_once_in_the_lastmod_months() -> None:
+    again = url("https://example.com/dir/p", "<lastmod>2024-06-01</lastmod>")
+    body = urlset(again, again, again, url("https://example.com/dir/q", "<lastmod>2024-07-01</lastmod>"))
+    audit = SiteAudit(None, now=NOW)
+    list(audit.audit_sitemap(body, SITEMAP))
+    assert audit.months == {"2024-06": 1, "2024-07": 1}
+    # another sitemap listing it is another occurrence (as in the feed and the tree)
+    list(audit.audit_sitemap(urlset(again), "https://example.com/dir/other.xml"))
+    assert audit.months == {"2024-06": 2, "2024-07": 1}

@@ -216,7 +216,8 @@ def every_rule_site(now: datetime) -> dict[str, Any]:
         "//one.test/deep.xml": urlset(f"{one}/shared"),
         "//one.test/html.xml": Route(urlset(f"{one}/h"), content_type="text/html"),
         "//one.test/old.xml": Route(redirect_to=f"{one}/new.xml"),
-        "//one.test/new.xml": urlset(f"{one}/n"),
+        "//one.test/new.xml": urlset(f"{one}/n").replace("</urlset>", "<url><priority>0.1</priority></url></urlset>"),
+        # (its second entry has no loc: missing-loc)
         "//one.test/gz.xml.gz": Route(urlset(f"{one}/g"), gzip_encoding=True),
         "//one.test/many-urls.xml.gz": Route(
             urlset(*(f"{one}/u/{i}" for i in range(rules.MAX_URLS + 1))), gzip_file=True

@@ -16,10 +16,11 @@ from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.discovery import RobotsRules, SitemapDeclarations, check_robots
 from sitemap_crawl.audit.duplicates import SitemapListing
 from sitemap_crawl.audit.finding import Finding
-from sitemap_crawl.audit.location import SitemapPlace, check_url, check_urls
+from sitemap_crawl.audit.location import SitemapPlace, check_url, check_urls, url_host
 from sitemap_crawl.audit.rules import SEVERITY_OF, Rule
 from sitemap_crawl.audit.scan import (
     INDEX,
+    SCAN_LIMIT,
     SITEMAP_NAMESPACE,
     URLSET,
     RawEntry,
@@ -132,8 +133,13 @@ class SiteAudit:
         robots = self._page_robots(place)
         news = 0
         lastmods = LastmodSummary(self.months)
+        read = located = 0
         for batch in scan_batches(body, facts):
-            entries = [entry for entry in batch if entry.loc is not None]
+            entries = [entry for entry in batch if entry.loc]
+            if len(entries) != len(batch):
+                yield from self._missing_locs(batch, read, sitemap_url, facts.root)
+            read += len(batch)
+            located += len(entries)
             if facts.root == URLSET:
                 yield from self._pages(entries, place, cross_hosts, listing, robots, lastmods)
                 news += sum(map(bool, map(_NEWS_DATES, entries)))
@@ -158,10 +164,11 @@ class SiteAudit:
         self.sitemap_pages[sitemap_url] = facts.entry_count
         if newest is not None:
             yield from self._newest_lastmod(place.names[-1], *newest)  # under the URL its index lists
-        yield from self._document(facts, sitemap_url, news)
+        yield from self._document(facts, sitemap_url, news, located)
         parent_url = parent_url or next(filter(None, map(self.parents.get, place.names)), None)
         if parent_url is not None and facts.root == INDEX and self.kinds.get(parent_url) == INDEX:
-            yield self.finding(rules.NESTED_INDEX, parent_url, sitemap_url, "a sitemap index listed by an index")
+            # (the child under the URL its index lists, not where that redirected)
+            yield self.finding(rules.NESTED_INDEX, parent_url, place.names[-1], "a sitemap index listed by an index")
 
     def audit_robots(self, body: bytes, robots_url: str, user_agent: str | None = None) -> Iterator[Finding]:
         """The discovery findings of a robots.txt body (its Sitemap: lines).
@@ -175,7 +182,7 @@ class SiteAudit:
         self.declared |= declared
         self.declarations.add(robots_url, declared)
         if user_agent is not None:
-            self._robots[(urlsplit(robots_url).hostname or "").lower()] = RobotsRules(body, user_agent)
+            self._robots[url_host(robots_url)] = RobotsRules(body, user_agent)
 
     def audit_fetch(
         self, url: str, final_url: str, status: int, content_type: str = "", *, known_path: bool = False
@@ -192,9 +199,12 @@ class SiteAudit:
             yield self.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}")
         if content_type.startswith("text/html"):
             yield self.finding(rules.SERVED_AS_HTML, final_url, None, f"Content-Type {content_type}")
-        robots = self._robots.get((urlsplit(url).hostname or "").lower())
+        robots = self._robots.get(url_host(url))
         if robots is not None and robots.disallows(url):
             yield self.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
+        elif final_url != url and (robots := self._robots.get(url_host(final_url))) and robots.disallows(final_url):
+            detail = f"redirects to {final_url}, which is disallowed for {robots.user_agent!r}"
+            yield self.finding(rules.SITEMAP_DISALLOWED, url, final_url, detail)
         if known_path and url not in self.declared:
             yield self.finding(rules.FOUND_AT_KNOWN_PATH, url, None, "not declared in robots.txt")
 
@@ -259,6 +269,10 @@ class SiteAudit:
         repeated = listing.repeats(locs)
         broken += repeated
         broken += check_entries(entries, self.now, lastmods)
+        for position, rule, _detail in repeated:
+            lastmod = entries[position].lastmod
+            if rule is rules.DUPLICATE_IN_SITEMAP and lastmod is not None:
+                lastmods.uncount(lastmod)  # a page listed again in its sitemap is one page of the histogram
         listed_before = {position for position, _rule, _detail in repeated}
         for position, entry in enumerate(entries):
             if entry.hreflangs and position not in listed_before:  # a page's alternates count once
@@ -291,7 +305,7 @@ class SiteAudit:
     def _other_host(self, loc: str, names: tuple[str, ...], detail: str) -> str | None:
         """The detail of an ``other-host`` finding, or None when the host cross-submits the
         sitemap (under one of its ``names``: its URL, and the one asked for if it redirected)."""
-        host = (urlsplit(loc).hostname or "").lower()
+        host = url_host(loc)
         robots_url = urljoin(loc, "/robots.txt")
         if any(self.declarations.declares(host, name) for name in names):
             return None
@@ -366,17 +380,28 @@ class SiteAudit:
         if not is_utf8(facts.encoding):
             yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"encoding {facts.encoding}")
         if facts.bad_utf8 is not None:
-            yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"byte {facts.bad_utf8:,} is not UTF-8")
+            yield self.finding(rules.NOT_UTF8, sitemap_url, None, f"the byte at offset {facts.bad_utf8:,} is not UTF-8")
             if facts.error is not None and "encoding" in facts.error:
                 return True
         if facts.error is not None:
             rule = rules.UNESCAPED_ENTITY if _UNESCAPED.search(facts.error) else rules.INVALID_DOCUMENT
             yield self.finding(rule, sitemap_url, None, facts.error[:300])
         if facts.size > rules.MAX_BYTES:
-            yield self.finding(rules.TOO_LARGE, sitemap_url, None, f"more than {facts.size:,} bytes uncompressed")
+            size = f"more than {facts.size:,}" if facts.size >= SCAN_LIMIT else f"{facts.size:,}"
+            yield self.finding(
+                rules.TOO_LARGE, sitemap_url, None, f"{size} bytes uncompressed (at most {rules.MAX_BYTES:,})"
+            )
         return False
 
-    def _document(self, facts: SitemapFacts, sitemap_url: str, news: int) -> Iterator[Finding]:
+    def _missing_locs(self, batch: list[RawEntry], read: int, sitemap_url: str, root: str | None) -> Iterator[Finding]:
+        """``missing-loc`` for each entry of the batch without a <loc> text (``read``: entries before it)."""
+        tag = "<sitemap>" if root == INDEX else "<url>"
+        for position, entry in enumerate(batch, start=read + 1):
+            if not entry.loc:
+                what = "has no <loc>" if entry.loc is None else "has an empty <loc>"
+                yield self.finding(rules.MISSING_LOC, sitemap_url, None, f"{tag} entry {position:,} {what}")
+
+    def _document(self, facts: SitemapFacts, sitemap_url: str, news: int, located: int) -> Iterator[Finding]:
         if (yield from self._bytes(facts, sitemap_url)):
             return  # lxml stopped on the byte that is not UTF-8
         if facts.namespace_error is not None:
@@ -392,6 +417,8 @@ class SiteAudit:
             yield self.finding(rules.BAD_NAMESPACE, sitemap_url, None, f"namespace {facts.namespace!r}")
         if facts.entry_count == 0 and facts.error is None:
             yield self.finding(rules.EMPTY_SITEMAP, sitemap_url, None, f"<{facts.root}> with no entry")
+        elif located == 0 and facts.error is None:
+            yield self.finding(rules.EMPTY_SITEMAP, sitemap_url, None, f"<{facts.root}> with no entry that has a <loc>")
         if facts.root == URLSET and facts.entry_count > rules.MAX_URLS:
             yield self.finding(rules.TOO_MANY_URLS, sitemap_url, None, f"{facts.entry_count:,} URLs")
         if facts.root == INDEX and facts.entry_count > rules.MAX_URLS:

@@ -9,6 +9,7 @@ from urllib.parse import urljoin, urlsplit
 from protego import Protego  # the robots.txt parser Scrapy ships (pure Python, no Scrapy)
 
 from sitemap_crawl.audit import rules
+from sitemap_crawl.audit.location import url_host
 from sitemap_crawl.audit.rules import Rule
 from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.robots import decode_robots
@@ -130,7 +131,8 @@ def _pattern_prefixes(text: str, user_agent: str) -> tuple[str, ...] | None:
 
 
 class SitemapDeclarations:
-    """What every robots.txt the audit read declares, by host: the cross-submission test.
+    """What every robots.txt the audit read declares, by host (and port: :func:`url_host`):
+    the cross-submission test.
 
     The protocol lets a sitemap list pages of another host when that host's robots.txt
     declares the sitemap. Shared by the audits of all sites of a run; it holds 64-bit
@@ -143,7 +145,7 @@ class SitemapDeclarations:
 
     def add(self, robots_url: str, sitemap_urls: Iterable[str]) -> None:
         """Note that ``robots_url`` was read and declares ``sitemap_urls`` (absolute)."""
-        host = (urlsplit(robots_url).hostname or "").lower()
+        host = url_host(robots_url)
         self._hosts.add(url_hash(host))
         for url in sitemap_urls:
             self._pairs.add(url_hash(f"{host} {url}"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.rules import Rule
@@ -19,6 +19,31 @@ def _needs_escaping(joined: str) -> bool:
     finds: what is left once the bytes free to write are deleted (C speed, about 30 times a
     regular expression's search over a batch)."""
     return not joined.isascii() or bool(joined.encode("ascii").translate(None, _FREE_TO_WRITE))
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def host_of(parts: SplitResult) -> str:
+    """The host a split URL names, as the audit compares hosts: its name in lower case, and
+    its port when one is written that is not the scheme's default (``example.com:8080``: another
+    port is another site, with its own robots.txt)."""
+    name = (parts.hostname or "").lower()
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or out of range: compared as written
+        return f"{name}:{parts.netloc.rpartition(':')[2]}"
+    if port is None or port == _DEFAULT_PORTS.get(parts.scheme.lower()):
+        return name
+    return f"{name}:{port}"
+
+
+def url_host(url: str) -> str:
+    """:func:`host_of` a URL ("" when it cannot be split)."""
+    try:
+        return host_of(urlsplit(url))
+    except ValueError:
+        return ""
 
 
 class SitemapPlace:
@@ -37,7 +62,8 @@ class SitemapPlace:
         self.names = (sitemap_url,) if requested_url in (None, sitemap_url) else (sitemap_url, requested_url)
         """Its URL, and the one asked for when that redirected to it (robots.txt may declare either)."""
         self.scheme = parts.scheme.lower()
-        self.host = (parts.hostname or "").lower()
+        self.host = host_of(parts)
+        """Its host (and port, unless the default: :func:`host_of`)."""
         self.directory = parts.path[: parts.path.rfind("/") + 1] or "/"
         self.origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
         """``scheme://netloc`` as the sitemap writes them: a page URL that starts so is on its host."""
@@ -73,7 +99,7 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
     bad = _MUST_ESCAPE.search(url)
     if bad:
         yield rules.UNESCAPED_URL, f"{bad.group()!r} at position {bad.start()}"
-    host = (parts.hostname or "").lower()
+    host = host_of(parts)
     scheme = parts.scheme.lower()
     if host != place.host:
         if host in cross_hosts:

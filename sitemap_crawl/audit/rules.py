@@ -52,7 +52,13 @@ TOO_MANY_CHILDREN = Rule("too-many-children", E, "size", "An index lists more th
 TOO_LARGE = Rule("too-large", E, "size", "More than 50 MiB uncompressed.", P)
 URL_TOO_LONG = Rule("url-too-long", E, "size", "A URL longer than 2,048 characters.", P)
 # location
-OTHER_HOST = Rule("other-host", E, "location", "A page on another scheme or host than its sitemap.", P)
+OTHER_HOST = Rule(
+    "other-host",
+    E,
+    "location",
+    "A page on another host (or port) than its sitemap; on its host with the other scheme, see mixed-scheme.",
+    P,
+)
 OUTSIDE_DIRECTORY = Rule(
     "outside-directory",
     W,
@@ -69,7 +75,16 @@ UNESCAPED_URL = Rule(
 MIXED_SCHEME = Rule("mixed-scheme", W, "location", "An http page in an https sitemap, or the reverse.", G)
 # structure
 NESTED_INDEX = Rule("nested-index", E, "structure", "An index lists another index (one level is allowed).", P)
-EMPTY_SITEMAP = Rule("empty-sitemap", W, "structure", "A urlset, index or text sitemap with no entry.", P)
+EMPTY_SITEMAP = Rule(
+    "empty-sitemap", W, "structure", "A urlset, index or text sitemap with no entry (or none with a <loc>).", P
+)
+MISSING_LOC = Rule(
+    "missing-loc",
+    E,
+    "structure",
+    "A <url> or <sitemap> entry without a <loc> (or with an empty one): it is skipped.",
+    P,
+)
 DUPLICATE_IN_SITEMAP = Rule("duplicate-in-sitemap", W, "structure", "The same page twice in one sitemap.", G)
 DUPLICATE_ACROSS_SITEMAPS = Rule(
     "duplicate-across-sitemaps", N, "structure", "The same page in several sitemaps of a site.", G
@@ -160,6 +175,7 @@ RULES: tuple[Rule, ...] = (
     MIXED_SCHEME,
     NESTED_INDEX,
     EMPTY_SITEMAP,
+    MISSING_LOC,
     DUPLICATE_IN_SITEMAP,
     DUPLICATE_ACROSS_SITEMAPS,
     BAD_NAMESPACE,

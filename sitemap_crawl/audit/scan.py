@@ -43,7 +43,8 @@ from sitemap_crawl.parsing.xml import (
 SITEMAP_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
 URLSET = "urlset"
 INDEX = "sitemapindex"
-_SCAN_LIMIT = 64 * 1024 * 1024  # read a little past the protocol's 50 MiB to see it is passed
+SCAN_LIMIT = 64 * 1024 * 1024
+"""Uncompressed bytes of a gzip body read: a little past the protocol's 50 MiB, to see it passed."""
 _CHUNK_SIZE = 64 * 1024
 """Bytes read (and decompressed) at a time; the entries of a chunk are checked as one batch."""
 _ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
@@ -124,7 +125,7 @@ def _chunks(body: Body, facts: SitemapFacts) -> Iterator[bytes]:
     chunks = iter_chunks(body, len(body), _CHUNK_SIZE)
     if body_head(body, len(GZIP_MAGIC)) == GZIP_MAGIC:
         facts.gzip = True
-        chunks = gunzip_chunks(chunks, _SCAN_LIMIT, _CHUNK_SIZE)
+        chunks = gunzip_chunks(chunks, SCAN_LIMIT, _CHUNK_SIZE)
     for chunk in chunks:
         facts.size += len(chunk)
         yield chunk
@@ -492,7 +493,7 @@ def _read_entry(element: etree._Element) -> RawEntry:
             if text is not None:
                 text = text.strip()
             if code == _LOC:
-                loc = text
+                loc = text or ""  # (present but empty: "", not None as when there is none)
             elif code == _LASTMOD:
                 lastmod = text
             elif code == _PRIORITY:

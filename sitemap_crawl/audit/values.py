@@ -106,6 +106,14 @@ class LastmodSummary:
             self.months[text[:7]] += 1
             self.consider(text, value, now)
 
+    def uncount(self, text: str) -> None:
+        """Take back a lastmod counted by :meth:`add` or :func:`check_entries` (a page listed again)."""
+        month = text[:7]
+        if len(text) >= 7 and text[4] == "-" and month in self.months:
+            self.months[month] -= 1
+            if self.months[month] <= 0:
+                del self.months[month]
+
     def consider(self, text: str, value: datetime | None, now: datetime) -> None:
         """``text`` (its instant ``value``) is the newest if it is newer than the newest yet and not after ``now``."""
         if value is not None and value <= now and (self.newest is None or value > self.newest[1]):
