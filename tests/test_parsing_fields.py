@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import urljoin
 
 import pytest
+from w3lib.url import safe_url_string
 
 from sitemap_crawl.parsing.fields import (
     CHANGE_FREQUENCIES,
@@ -160,6 +161,42 @@ def test_unknown_change_frequency_is_none(raw: str | None) -> None:
 )
 def test_resolve_url(raw: str | None, expected: str | None) -> None:
     assert resolve_url(raw, SITEMAP_URL) == expected
+
+
+@pytest.mark.parametrize(
+    "character",
+    [
+        "\u00a0",  # no-break space
+        "\u3000",  # ideographic space
+        "\u2003",  # em space
+        "\u2028",  # line separator
+        "\u0085",  # next line
+        "\x0b",
+        "\x01",  # C0 controls: not allowed in an XML feed
+        "\x1f",
+        "\x7f",
+        "\ufffe",  # a noncharacter
+        "\u200b",  # zero width space (a format character)
+    ],
+)
+def test_unprintable_characters_inside_a_url_are_its_utf8_bytes_percent_encoded(character: str) -> None:
+    raw = f"https://www.example.org/a{character}b?q={character}c"
+    assert resolve_url(raw, SITEMAP_URL) == safe_url_string(raw)
+    relative = f"/a{character}b?q={character}c"
+    assert resolve_url(relative, SITEMAP_URL) == safe_url_string(urljoin(SITEMAP_URL, relative))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "\u3000https://www.example.org/a\u00a0\n",  # Unicode spaces, as str.strip() (Scrapy's SitemapSpider)
+        "\x01https://www.example.org/a\x02",  # C0 controls, as w3lib's safe_url_string
+        " \x00\u2003 https://www.example.org/a \x1b\u2028",
+    ],
+)
+def test_whitespace_and_control_characters_around_a_url_are_dropped(raw: str) -> None:
+    assert resolve_url(raw, SITEMAP_URL) == "https://www.example.org/a"
+    assert resolve_url(raw.replace("https://www.example.org", ""), SITEMAP_URL) == "https://www.example.org/a"
 
 
 @pytest.mark.parametrize(

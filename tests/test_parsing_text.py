@@ -197,3 +197,12 @@ def test_a_line_whose_host_cannot_exist_is_not_a_page(line: str) -> None:
 )
 def test_hosts_that_can_exist_are_kept(url: str) -> None:
     assert text_urls(f"{url}\n".encode()) == [url.replace(" ", "%20")]
+
+
+def test_control_and_unicode_space_characters_in_a_line_are_percent_encoded_utf8() -> None:
+    body = "https://shop.example/c/1\x01x\nhttps://shop.example/c/2\x85x\nhttps://shop.example/c/3\ufffex\x02\n"
+    assert text_urls(body.encode()) == [
+        "https://shop.example/c/1%01x",
+        "https://shop.example/c/2%C2%85x",
+        "https://shop.example/c/3%EF%BF%BEx",  # the control character at the end is dropped
+    ]

@@ -13,7 +13,8 @@ DEFAULT_PRIORITY = 0.5
 
 _REDUCED_PRECISION_DATE = re.compile(r"\d{4}(-\d{2})?")
 _SPACE_BEFORE_OFFSET = re.compile(r"\s+(?=[+-]\d{2}:?\d{2}$|Z$)")
-_INNER_WHITESPACE = re.compile(r"\s")
+_EDGE_CONTROLS = re.compile(r"^[\s\x00-\x1f]+|[\s\x00-\x1f]+$")
+"""What is dropped around a URL: whitespace (Unicode's too) and C0 control characters."""
 
 
 @lru_cache(maxsize=8192)
@@ -142,20 +143,24 @@ def parse_yes_no(text: str | None) -> bool | None:
 def resolve_url(text: str | None, base_url: str) -> str | None:
     """An absolute http(s) URL from a loc/href value, resolved against ``base_url``.
 
-    Whitespace around the value is dropped, whitespace inside it is percent-encoded
-    and a capitalised scheme is lowered.
+    Whitespace and control characters around the value are dropped; inside it a space or
+    a character that is not printable (whitespace, a control or format character, a
+    noncharacter such as U+FFFE) is percent-encoded as its UTF-8 bytes, as w3lib's
+    ``safe_url_string`` does; a capitalised scheme is lowered.
     Values that do not resolve to http or https (``javascript:``, ``mailto:``,
     empty) give None.
     """
     if text is None:
         return None
     value = text.strip()
+    if value and (value[0] < " " or value[-1] < " "):
+        value = _EDGE_CONTROLS.sub("", value)
     if not value.startswith(_HTTP_SCHEMES):  # (the common case is: already absolute)
         if not value[:8].lower().startswith(_HTTP_SCHEMES):
             return _resolve_relative(value, base_url)
         scheme, _, rest = value.partition(":")
         value = scheme.lower() + ":" + rest
-    url = _quote_whitespace(value) if _has_whitespace(value) else value
+    url = _quote_unprintable(value) if _has_unprintable(value) else value
     return url if usable_url(url) else None
 
 
@@ -168,8 +173,8 @@ def without_fragment(url: str) -> str:
 def _resolve_relative(value: str, base_url: str) -> str | None:
     if not value:
         return None
-    if _INNER_WHITESPACE.search(value):
-        value = _quote_whitespace(value)
+    if _has_unprintable(value):
+        value = _quote_unprintable(value)
     try:
         resolved = urljoin(base_url, value)
     except ValueError:  # an unbalanced [ or ] in the host
@@ -206,11 +211,17 @@ def _usable_origin(origin: str) -> bool:
 _HTTP_SCHEMES = ("http://", "https://")
 
 
-def _has_whitespace(value: str) -> bool:
-    # Every whitespace character but the space is unprintable: two C-speed scans
-    # settle the usual URL without the regular expression.
-    return (" " in value or not value.isprintable()) and _INNER_WHITESPACE.search(value) is not None
+def _has_unprintable(value: str) -> bool:
+    # str.isprintable() is False for every whitespace character but the space, and for
+    # control, format, private-use and unassigned code points: two C-speed scans.
+    return " " in value or not value.isprintable()
 
 
-def _quote_whitespace(value: str) -> str:
-    return _INNER_WHITESPACE.sub(lambda match: f"%{ord(match.group()):02X}", value)
+def _quote_unprintable(value: str) -> str:
+    """``value`` with each space or unprintable character percent-encoded as its UTF-8 bytes."""
+    return "".join(
+        character
+        if character.isprintable() and character != " "
+        else "".join(f"%{byte:02X}" for byte in character.encode("utf-8", "surrogatepass"))
+        for character in value
+    )
