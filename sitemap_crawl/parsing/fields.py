@@ -22,7 +22,8 @@ def normalize_date(text: str | None) -> str | None:
     """Return an ISO 8601 form of a W3C datetime or RFC 822 date, or None.
 
     A date stays a date (``2024-05-01``), a datetime keeps its UTC offset when it
-    has one (``Z`` becomes ``+00:00``), a year or year-month stays as written.
+    has one (``Z`` becomes ``+00:00``), a year or year-month stays as written (a month
+    out of 01-12 is no date: None).
     """
     if text is None:
         return None
@@ -43,7 +44,7 @@ def normalize_date(text: str | None) -> str | None:
         return canonical
     if value[0].isdigit():
         if _REDUCED_PRECISION_DATE.fullmatch(value):
-            return value
+            return value if len(value) == 4 or "01" <= value[5:] <= "12" else None
         if len(value) == 8 and value.isdigit():  # ISO 8601 basic date: still a date
             try:
                 return date.fromisoformat(value).isoformat()
