@@ -146,6 +146,21 @@ def test_a_scheme_less_value_is_a_host_only_when_it_looks_like_one(value: str, u
     assert sitemaps(f"Sitemap: {value}\n".encode(), "https://shop.example.org/sub/robots.txt") == [url]
 
 
+@pytest.mark.parametrize(
+    ("robots_url", "value", "url"),
+    [
+        ("http://127.0.0.1:18273/robots.txt", "127.0.0.1:18273/a.xml", "http://127.0.0.1:18273/a.xml"),
+        ("http://127.0.0.1:18273/robots.txt", "127.0.0.1/a.xml", "http://127.0.0.1/a.xml"),
+        ("https://[::1]:8443/robots.txt", "[::1]:8443/a.xml", "https://[::1]:8443/a.xml"),
+        ("http://localhost:8000/robots.txt", "LOCALHOST:8000/a.xml", "http://LOCALHOST:8000/a.xml"),
+        # another address is still a path, as before
+        ("http://127.0.0.1:18273/robots.txt", "10.0.0.1/a.xml", "http://127.0.0.1:18273/10.0.0.1/a.xml"),
+    ],
+)
+def test_a_scheme_less_value_naming_robots_txts_own_host_is_that_host(robots_url: str, value: str, url: str) -> None:
+    assert sitemaps(f"Sitemap: {value}\n".encode(), robots_url) == [url]
+
+
 def test_duplicates_are_ignored_and_file_order_is_kept() -> None:
     body = (
         b"Sitemap: https://www.example.org/b.xml\n"

@@ -185,21 +185,36 @@ def _absolute(value: str, robots_url: str) -> str | None:
     """The sitemap URL a Sitemap: value names, or None (not http(s), or no usable URL)."""
     if "://" in value and not value.lower().startswith(("http://", "https://")):
         return None
-    host_like = _HOST_LIKE.match(value)
-    if host_like is not None and _names_a_host(host_like, robots_url):
+    if _names_a_host(value, robots_url):
         value = f"{urlsplit(robots_url).scheme}://{value}"  # a bare host and path
     return resolve_url(value, robots_url)
 
 
-def _names_a_host(host_like: re.Match[str], robots_url: str) -> bool:
+def _names_a_host(value: str, robots_url: str) -> bool:
     """Whether the first segment of a scheme-less value (``www.example.org/s.xml``,
-    ``index.cfm/s.xml``) is a host rather than a relative path: it starts with ``www.``, is
-    robots.txt's site (its host or a host under the same last two labels), or has three labels
+    ``index.cfm/s.xml``) is a host rather than a relative path: it is robots.txt's own host
+    (also an IP address or a one-label name, any port: ``127.0.0.1:8080/s.xml``), starts
+    with ``www.``, is under robots.txt's site (the same last two labels), or has three labels
     or more, the last not a file extension."""
+    robots_host = urlsplit(robots_url).hostname or ""
+    first_segment, slash, _ = value.partition("/")
+    if slash and robots_host and _host_of(first_segment) == robots_host:
+        return True
+    host_like = _HOST_LIKE.match(value)
+    if host_like is None:
+        return False
     name = host_like.group(1).lower()
     if name.startswith("www."):
         return True
-    site = ".".join((urlsplit(robots_url).hostname or "").split(".")[-2:])
+    site = ".".join(robots_host.split(".")[-2:])
     if site and (name == site or name.endswith("." + site)):
         return True
     return name.count(".") >= 2 and host_like.group(2).lower() not in _FILE_EXTENSIONS
+
+
+def _host_of(authority: str) -> str | None:
+    """The host (lower-cased, an IPv6 address without its brackets) of ``host[:port]``."""
+    try:
+        return urlsplit("//" + authority).hostname
+    except ValueError:  # an unbalanced [ or ]
+        return None
