@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from urllib.parse import SplitResult, urlsplit
 
 from sitemap_crawl.discovery.since import Since, SinceError, parse_since, parse_undated
@@ -65,12 +66,14 @@ def parse_homepage(value: object, normalize: bool) -> str:
     ):
         raise SpiderArgumentError(f"homepage={text!r} is not an http(s) URL (example: https://www.example.org/)")
     scheme = parts.scheme.lower()
+    host = _ascii_host(text, parts.hostname)
     if normalize:
-        return f"{scheme}://{_site_host(parts, scheme)}/"
+        return f"{scheme}://{_site_host(host, parts, scheme)}/"
     path = parts.path or "/"
     if not path.endswith("/"):
         path += "/"
-    return f"{scheme}://{parts.netloc.lower()}{path}"
+    user, at, host_and_port = parts.netloc.lower().rpartition("@")
+    return f"{scheme}://{user}{at}{host_and_port.replace(parts.hostname, host, 1)}{path}"
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -78,9 +81,22 @@ _NOT_IN_A_HOST = re.compile(r"[\s%<>\"{}|\\^`/?#@]")
 """Characters no host name holds (a space, a percent escape...)."""
 
 
-def _site_host(parts: SplitResult, scheme: str) -> str:
+def _ascii_host(homepage: str, host: str) -> str:
+    """``host`` as Scrapy requests it: a name beyond ASCII in its IDNA (punycode) form
+    (``bücher.example`` -> ``xn--bcher-kva.example``), NFKC-normalised first, as w3lib's
+    ``safe_url_string`` writes a request's host; an ASCII host as it is."""
+    if host.isascii():
+        return host
+    try:
+        return unicodedata.normalize("NFKC", host).encode("idna").decode("ascii")
+    except UnicodeError:
+        raise SpiderArgumentError(
+            f"homepage={homepage!r} is not an http(s) URL: its host is not a valid internationalised domain name"
+        ) from None
+
+
+def _site_host(host: str, parts: SplitResult, scheme: str) -> str:
     """host[:port] of a homepage reduced to its site: no user or password, no default port."""
-    host = parts.hostname or ""
     if ":" in host:  # IPv6
         host = f"[{host}]"
     port = parts.port

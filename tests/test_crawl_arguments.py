@@ -55,6 +55,26 @@ def test_a_host_no_name_can_hold_is_a_bad_homepage(homepage: str) -> None:
         parse_homepage(homepage, normalize=True)
 
 
+@pytest.mark.parametrize(
+    ("homepage", "normalize", "expected"),
+    [
+        ("http://bücher.test:8080/", True, "http://xn--bcher-kva.test:8080/"),
+        ("https://BÜCHER.test/Katalog", True, "https://xn--bcher-kva.test/"),
+        ("http://\uff42ücher.test/", True, "http://xn--bcher-kva.test/"),  # NFKC first, as w3lib
+        ("https://xn--bcher-kva.test/", True, "https://xn--bcher-kva.test/"),
+        ("http://user@bücher.test:8080/Katalog", False, "http://user@xn--bcher-kva.test:8080/Katalog/"),
+    ],
+)
+def test_a_host_beyond_ascii_is_reduced_to_its_idna_form(homepage: str, normalize: bool, expected: str) -> None:
+    # the website node and every row's website stayed in Unicode while the requests were punycode
+    assert parse_homepage(homepage, normalize) == expected
+
+
+def test_a_host_that_is_not_a_valid_idn_is_a_bad_homepage() -> None:
+    with pytest.raises(SpiderArgumentError, match="not a valid internationalised domain name"):
+        parse_homepage("https://" + "ü" * 64 + ".test/", normalize=True)
+
+
 def test_normalize_homepage_false_keeps_the_path(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
     site = fixture_site(
         {
@@ -277,6 +297,7 @@ def test_follow_and_deny_choose_the_sub_sitemaps_fetched(fixture_site: SiteFacto
 BAD_ARGUMENTS = {
     "no homepage": ({}, "homepage"),
     "ftp homepage": ({"homepage": "ftp://example.org/"}, "homepage"),
+    "homepage not a valid IDN": ({"homepage": "https://" + "ü" * 64 + ".test/"}, "homepage"),
     "broken follow regex": ({"homepage": "http://127.0.0.1:9/", "follow": "(products"}, "follow"),
     "broken deny regex": ({"homepage": "http://127.0.0.1:9/", "deny": "[a-"}, "deny"),
     "bad boolean": ({"homepage": "http://127.0.0.1:9/", "use_robots": "maybe"}, "use_robots"),

@@ -36,6 +36,12 @@ def test_homepages_are_normalised_deduplicated_and_bad_lines_reported(caplog: py
     ]
 
 
+def test_a_site_named_in_unicode_and_in_punycode_is_mapped_once() -> None:
+    homepages = HomepageList(["http://bücher.test:8080/\n", "http://xn--bcher-kva.test:8080/a\n"], "sites.txt")
+    assert list(homepages) == ["http://xn--bcher-kva.test:8080/"]
+    assert homepages.repeated == 1
+
+
 def test_homepages_kept_as_given_differ_by_path() -> None:
     lines = ["https://shop.example/en/", "https://shop.example/fr", "https://shop.example/en"]
     assert list(HomepageList(lines, "x", normalize=False)) == ["https://shop.example/en/", "https://shop.example/fr/"]
