@@ -38,11 +38,14 @@ HISTORY_STATS_PREFIX = "sitemap_crawl/history"
 """Prefix of a history run's stats: ``sitemap_crawl/history/<what>``."""
 
 QUEUE_ACKED_STAT = "sitemap_crawl/queue/acknowledged"
-"""Queue runs: sites this worker acknowledged (first: a site finished by two workers counts once)."""
+"""Queue runs: sites this worker acknowledged (only the attempt that holds a site is: each counts once)."""
 QUEUE_CLAIMED_STAT = "sitemap_crawl/queue/claimed"
 """Queue runs: sites this worker took over from a silent worker."""
 QUEUE_DEAD_STAT = "sitemap_crawl/queue/dead_lettered"
 """Queue runs: sites this worker moved to the dead-letter stream (taken MAX_ATTEMPTS times)."""
+QUEUE_TAKEN_OVER_STAT = "sitemap_crawl/queue/taken_over"
+"""Queue runs: sites this worker finished but could not acknowledge (another worker had taken them
+over, and finished them or still holds them; or they were dead-lettered meanwhile)."""
 QUEUE_ROUND_TRIPS_STAT = "sitemap_crawl/queue/round_trips"
 """Queue runs: commands and scripts this worker sent to the queue server (a pipeline counts once)."""
 

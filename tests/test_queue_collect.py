@@ -3,13 +3,14 @@ each site, the rows of exactly one complete attempt, whatever crashes left in th
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from sitemap_crawl.queue.collect import collect, expand, tree_page_count
+from sitemap_crawl.queue.collect import attempt_order, collect, expand, tree_page_count
 from tests.support.crawl import REPO_ROOT
 
 A, B, C = "http://a.test/", "http://b.test/", "http://c.test/"
@@ -56,16 +57,51 @@ def test_each_site_keeps_the_rows_of_one_complete_attempt(tmp_path: Path) -> Non
             expand([str(tmp_path / "trees-*.jsonl")]), expand([str(tmp_path / "pages-*.jsonl")]), handle, trees_handle
         )
     kept = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
-    assert kept == rows(B, 2, "b/1") + rows(A, 3, "a/3") + rows(C, 1, "c/2")
-    assert [json.loads(line)["attempt"] for line in trees_out.read_text("utf-8").splitlines()] == ["b/1", "a/3", "c/2"]
+    assert kept == rows(A, 3, "a/3") + rows(C, 1, "c/2") + rows(B, 2, "b/2")  # B: the newer complete attempt
+    assert [json.loads(line)["attempt"] for line in trees_out.read_text("utf-8").splitlines()] == ["a/3", "c/2", "b/2"]
     assert (report.sites, report.pages, report.left_out, report.repeated_attempts) == (3, 6, 6, 1)
     assert report.unreadable_lines == 1
     assert report.short_sites == {}
 
 
+def test_the_newest_complete_attempt_is_kept_whatever_the_file_order(tmp_path: Path) -> None:
+    # worker a was paused with A's requests in flight: b took A over (delivery 2), mapped it and
+    # was acknowledged; a resumed, its downloads timed out, and it wrote a complete-looking line
+    # for A too (unreachable, no pages), in a file that sorts first. The server acknowledges only
+    # the newest delivery, so that is the attempt kept, in any file order.
+    entry, other = "1764000000000-0", "1764000000000-1"
+    timed_out = tree(A, 0, f"{entry}/1") | {"error": "unreachable: timeout", "sub_sitemaps": []}
+    write(tmp_path / "trees-a.jsonl", [timed_out, tree(B, 1, f"{other}/1")])
+    write(tmp_path / "trees-b.jsonl", [tree(A, 3, f"{entry}/2"), tree(A, 3, f"{entry}/2")])  # a line twice
+    write(tmp_path / "trees-c.jsonl", [tree(C, 1, "1764000000000-2/1"), tree(C, 2, "1763999999999-9/4")])
+    write(tmp_path / "pages-a.jsonl", rows(B, 1, f"{other}/1") + rows(C, 2, "1763999999999-9/4"))
+    write(tmp_path / "pages-b.jsonl", rows(A, 3, f"{entry}/2") + rows(C, 1, "1764000000000-2/1"))
+    out, trees_out = io.BytesIO(), io.BytesIO()
+    report = collect(
+        expand([str(tmp_path / "trees-*.jsonl")]), expand([str(tmp_path / "pages-*.jsonl")]), out, trees_out
+    )
+    kept = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert kept == rows(B, 1, f"{other}/1") + rows(A, 3, f"{entry}/2") + rows(C, 1, "1764000000000-2/1")
+    assert [(line["url"], line["attempt"]) for line in map(json.loads, trees_out.getvalue().splitlines())] == [
+        (B, f"{other}/1"),
+        (A, f"{entry}/2"),
+        (C, "1764000000000-2/1"),  # a later entry of the same site (the queue started afresh) is newer
+    ]
+    assert (report.sites, report.pages, report.left_out, report.repeated_attempts) == (3, 5, 2, 3)
+    assert report.short_sites == {}
+
+
+def test_attempts_are_ordered_by_entry_then_delivery() -> None:
+    assert attempt_order("1764000000000-0/2") == (1764000000000, 0, 2)
+    assert attempt_order("1764000000000-0/10") > attempt_order("1764000000000-0/9")
+    assert attempt_order("1764000000000-10/1") > attempt_order("1764000000000-9/3")
+    assert attempt_order("b/2") == (-1, -1, 2)  # not an entry id: the delivery still orders
+    assert attempt_order("") == (-1, -1, -1)
+
+
 def test_a_missing_feed_file_is_reported(tmp_path: Path) -> None:
     scenario(tmp_path)
-    (tmp_path / "pages-1.jsonl").unlink()  # the rows of b/1, a/3 and c/2 are gone
+    (tmp_path / "pages-1.jsonl").unlink()  # the rows of a/3 and c/2 are gone
     result = subprocess.run(
         [
             sys.executable,
@@ -85,9 +121,10 @@ def test_a_missing_feed_file_is_reported(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 1
-    assert "3 sites, 0 pages kept; 4 rows of incomplete or repeated attempts left out" in result.stderr
+    assert "3 sites, 2 pages kept; 2 rows of incomplete or repeated attempts left out" in result.stderr
     assert f"{A}: 0 rows but its tree counts 3 pages (a feed file missing?)" in result.stderr
-    assert (tmp_path / "all.jsonl").read_text() == ""
+    assert f"{C}: 0 rows but its tree counts 1 pages" in result.stderr
+    assert [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()] == rows(B, 2, "b/2")
 
 
 def test_the_tree_page_count_sums_every_node() -> None:

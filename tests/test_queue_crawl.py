@@ -322,13 +322,93 @@ def test_a_slow_worker_that_finishes_a_claimed_site_gives_a_second_copy_that_col
     assert second.stats["sitemap_crawl/queue/claimed"] == 1
     assert "was taken over by another worker" not in second.log  # its own acknowledgement is no loss
     assert second.stats["sitemap_crawl/queue/acknowledged"] == 1
-    assert one.stats.get("sitemap_crawl/queue/acknowledged", 0) == 0  # counted once, by the first
+    assert one.stats.get("sitemap_crawl/queue/acknowledged", 0) == 0  # counted once, for the newer attempt
+    assert one.stats["sitemap_crawl/queue/taken_over"] == 1
     attempts = [tree["attempt"][-2:] for name in ("one", "two") for tree in lines(tmp_path / f"trees-{name}.jsonl")]
     assert attempts == ["/1", "/2"]  # two complete attempts
     assert status(queue_server)["done"] == 1 and status(queue_server)["pages"] == 1
     collected, log, code = collect(tmp_path)
     assert code == 0 and "1 sites, 1 pages kept; 1 rows of incomplete or repeated attempts left out" in log
     assert rows_by_site(collected) == expected_urls(expected)
+
+
+def test_a_paused_worker_whose_taken_over_site_failed_loses_no_page(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # worker one is paused (SIGSTOP) with its robots.txt request in flight; worker two takes the
+    # site over after CLAIM_AFTER, maps it and is acknowledged; one resumes, its request has
+    # failed meanwhile (the connection dropped), and it writes a complete-looking line for the
+    # site with no pages, in trees-one.jsonl, which sorts before trees-two.jsonl. The server
+    # does not acknowledge one's attempt and collect keeps two's, the newer one.
+    import signal
+
+    site, expected = sites(fixture_site, 1)
+    homepage = next(iter(expected))
+    site["//s00.test/robots.txt"] = Route(robots(f"{homepage}map-0.xml"), delay=1, drop_connection=True, fail_times=1)
+    enqueue(queue_server, list(expected))
+    claim = {"SITEMAP_CRAWL_QUEUE_CLAIM_AFTER": 1}
+    first = worker(crawl, queue_server, "one", tmp_path, **claim)
+    assert site.wait_for("/robots.txt", timeout=30)
+    first.process.send_signal(signal.SIGSTOP)
+    try:
+        second = worker(crawl, queue_server, "two", tmp_path, **claim).wait(60).assert_ok()
+    finally:
+        first.process.send_signal(signal.SIGCONT)
+    one = first.wait(60).assert_ok()
+
+    assert second.stats["sitemap_crawl/queue/acknowledged"] == 1
+    assert one.stats.get("sitemap_crawl/queue/acknowledged", 0) == 0
+    assert one.stats["sitemap_crawl/queue/taken_over"] == 1
+    assert f"{homepage}: attempt " in one.log and "is not acknowledged" in one.log
+    (failed,) = lines(tmp_path / "trees-one.jsonl")
+    assert failed["attempt"].endswith("/1") and failed["sub_sitemaps"] == []  # complete-looking, no pages
+    assert [tree["attempt"][-2:] for tree in lines(tmp_path / "trees-two.jsonl")] == ["/2"]
+    now = status(queue_server)
+    assert (now["done"], now["pages"], now["failed"]) == (1, expected[homepage], 0)
+    collected, log, code = collect(tmp_path)
+    assert code == 0 and "1 sites, 1 pages kept" in log and "(1 repeated complete attempts)" in log, log
+    assert rows_by_site(collected) == expected_urls(expected)
+    assert {row["attempt"][-2:] for row in collected} == {"/2"}
+
+
+def test_a_worker_that_takes_back_a_site_it_still_maps_maps_it_again_under_the_newer_attempt(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # one is paused mapping s00 (attempt 1); two takes it over (attempt 2) and is paused too;
+    # one resumes and takes it back (attempt 3) while attempt 1 is still in flight. Only
+    # attempt 3 can be acknowledged: one maps the site again under it once attempt 1 ends.
+    import signal
+
+    site, expected = sites(fixture_site, 1)
+    homepage = next(iter(expected))
+    site["//s00.test/robots.txt"] = Route(robots(f"{homepage}map-0.xml"), delay=8)
+    enqueue(queue_server, list(expected))
+    claim = {"SITEMAP_CRAWL_QUEUE_CLAIM_AFTER": 1}
+    first = worker(crawl, queue_server, "one", tmp_path, **claim)
+    assert site.wait_for("/robots.txt", timeout=30)
+    first.process.send_signal(signal.SIGSTOP)
+    second = worker(crawl, queue_server, "two", tmp_path, **claim)
+    try:
+        assert site.wait_for("/robots.txt", count=2, timeout=30)
+        second.process.send_signal(signal.SIGSTOP)
+        first.process.send_signal(signal.SIGCONT)
+        wait_until(lambda: f"Took back {homepage} (attempt 3)" in first.stderr_path.read_text(), timeout=15)
+        assert "is not acknowledged" not in first.stderr_path.read_text()  # attempt 1 still in flight
+        one = first.wait(60).assert_ok()
+    finally:
+        first.process.send_signal(signal.SIGCONT)
+        second.process.send_signal(signal.SIGCONT)
+    two = second.wait(60).assert_ok()
+
+    assert (one.stats["sitemap_crawl/queue/acknowledged"], one.stats["sitemap_crawl/queue/taken_over"]) == (1, 1)
+    assert (two.stats.get("sitemap_crawl/queue/acknowledged", 0), two.stats["sitemap_crawl/queue/taken_over"]) == (0, 1)
+    assert [tree["attempt"][-2:] for tree in lines(tmp_path / "trees-one.jsonl")] == ["/1", "/3"]
+    assert [tree["attempt"][-2:] for tree in lines(tmp_path / "trees-two.jsonl")] == ["/2"]
+    assert status(queue_server)["done"] == 1
+    collected, log, code = collect(tmp_path)
+    assert code == 0 and "(2 repeated complete attempts)" in log, log
+    assert rows_by_site(collected) == expected_urls(expected)
+    assert {row["attempt"][-2:] for row in collected} == {"/3"}
 
 
 def test_a_worker_does_not_overwrite_a_feed_that_holds_rows(

@@ -9,10 +9,11 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from sitemap_crawl.queue import QueueConfig
-from sitemap_crawl.queue.stream import SiteQueue
+from sitemap_crawl.queue.stream import Acknowledgement, SiteQueue
 from tests.support.queue_server import QueueServer
 
 T = TypeVar("T")
+ACKNOWLEDGED = Acknowledgement.ACKNOWLEDGED
 
 
 def run(queue: SiteQueue, work: Awaitable[T]) -> T:
@@ -51,9 +52,9 @@ def test_take_ack_and_the_status_counts(queue_server: QueueServer) -> None:
         status = await queue.status()
         assert (status.enqueued, status.waiting, status.in_flight, status.workers) == (5, 0, 5, {"w1": 2, "w2": 3})
         assert not await queue.idle()
-        assert await queue.ack([(leases[0].entry_id, 7, False), (leases[1].entry_id, 0, True)]) == 2
-        assert await queue.ack([(leases[0].entry_id, 7, False)]) == 0  # counted once
-        assert await queue.ack([(lease.entry_id, 1, False) for lease in other]) == 3
+        assert await queue.ack("w1", [(leases[0], 7, False), (leases[1], 0, True)]) == [ACKNOWLEDGED, ACKNOWLEDGED]
+        assert await queue.ack("w1", [(leases[0], 7, False)]) == [Acknowledgement.NOT_PENDING]  # counted once
+        assert await queue.ack("w2", [(lease, 1, False) for lease in other]) == [ACKNOWLEDGED] * 3
         status = await queue.status()
         assert status.to_dict() == {
             "enqueued": 5,
@@ -107,3 +108,45 @@ def test_a_silent_site_is_claimed_then_dead_lettered(queue_server: QueueServer) 
     started = time.monotonic()
     run(queue, scenario(queue))
     assert time.monotonic() - started < 5
+
+
+def test_only_the_attempt_that_holds_a_site_is_acknowledged(queue_server: QueueServer) -> None:
+    # w1 was paused past CLAIM_AFTER: w2 took its site over. Whichever finishes first, the
+    # server acknowledges (and counts) w2's attempt, the newest delivery, never w1's.
+    async def scenario(queue: SiteQueue) -> None:
+        await queue.add(["http://paused.test/", "http://late.test/"])
+        first, _ = await queue.take("w1", 2)
+        await asyncio.sleep(0.35)
+        second, _ = await queue.take("w2", 2)
+        assert [(lease.deliveries, lease.previous_holder) for lease in second] == [(2, "w1"), (2, "w1")]
+        paused, late = first
+        # w1 resumes before w2 is done with the first site: taken over, not acknowledged
+        assert await queue.ack("w1", [(paused, 0, True)]) == [Acknowledgement.TAKEN_OVER]
+        assert await queue.ack("w2", [(second[0], 5, False)]) == [ACKNOWLEDGED]
+        # w2 is done with the second site first: w1 comes too late
+        assert await queue.ack("w2", [(second[1], 3, False)]) == [ACKNOWLEDGED]
+        assert await queue.ack("w1", [(late, 0, True)]) == [Acknowledgement.NOT_PENDING]
+        status = await queue.status()
+        assert (status.done, status.pages, status.unreachable, status.in_flight) == (2, 8, 0, 0)
+
+    queue = queue_of(queue_server, claim_after=0.3)
+    run(queue, scenario(queue))
+
+
+def test_an_older_attempt_of_the_same_worker_is_not_acknowledged(queue_server: QueueServer) -> None:
+    # w1 lost its site to w2, then took it back from a silent w2: only that newest delivery counts
+    async def scenario(queue: SiteQueue) -> None:
+        await queue.add(["http://back.test/"])
+        (first,), _ = await queue.take("w1", 1)
+        await asyncio.sleep(0.35)
+        (second,), _ = await queue.take("w2", 1)
+        await asyncio.sleep(0.35)
+        (third,), _ = await queue.take("w1", 1)
+        assert (third.deliveries, third.previous_holder) == (3, "w2")
+        assert await queue.ack("w1", [(first, 1, False)]) == [Acknowledgement.TAKEN_OVER]
+        assert await queue.ack("w2", [(second, 1, False)]) == [Acknowledgement.TAKEN_OVER]
+        assert await queue.ack("w1", [(third, 1, False)]) == [ACKNOWLEDGED]
+        assert (await queue.status()).done == 1
+
+    queue = queue_of(queue_server, claim_after=0.3)
+    run(queue, scenario(queue))

@@ -1,15 +1,18 @@
 """Each site's pages exactly once from the outputs of a queue's workers.
 
 A queue run's page rows carry ``attempt`` (the stream entry and delivery that wrote
-them) and a site's tree line names the attempt that completed it. Every worker
-appends; after any crash the outputs may hold rows of attempts that never completed
-(a killed worker) and two complete attempts of one site (a slow worker finishing a
-site another had claimed). Collecting keeps, for each site, the rows of the first
-complete attempt found in the tree files (files in name order, lines in order) and
-nothing else. It holds because a tree line is written only after every row of its
-attempt is in the feed file (flushed and synced), and a site is acknowledged only
-after its tree line: every acknowledged site has a complete attempt, and the rows of
-one attempt are all the rows of one full mapping of the site.
+them, ``<entry id>/<delivery>``) and a site's tree line names the attempt that
+completed it. Every worker appends; after any crash the outputs may hold rows of
+attempts that never completed (a killed worker) and several complete attempts of one
+site (a worker killed between its tree line and its acknowledgement; a slow worker
+finishing a site another had taken over). Collecting keeps, for each site, the rows of
+its newest complete attempt (the latest entry, then the highest delivery) and nothing
+else. It holds because a tree line is written only after every row of its attempt is
+in the feed file (flushed and synced), a site is acknowledged only after its tree line,
+and the server acknowledges only the attempt that holds the site, which is its newest
+delivery: the newest complete attempt is the acknowledged one, and every acknowledged
+site has it on disk. Where the files come from workers of versions that acknowledged
+any attempt, the newest complete one is still a full mapping of the site.
 
 JSON lines in and out. The chosen tree lines can be written too. A site whose
 chosen attempt has fewer rows than its tree counts is reported (a feed file lost or
@@ -35,9 +38,9 @@ class CollectReport:
     sites: int = 0
     pages: int = 0
     left_out: int = 0
-    """Rows of attempts that did not complete, or of a second complete attempt."""
+    """Rows of attempts that did not complete, or of a complete attempt that is not the site's newest."""
     repeated_attempts: int = 0
-    """Complete attempts beyond the first of a site (kept: none of their rows)."""
+    """Complete attempts of a site other than its newest (kept: none of their rows)."""
     unreadable_lines: int = 0
     short_sites: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Sites whose chosen attempt has fewer rows than its tree counts: (rows, tree count)."""
@@ -72,25 +75,45 @@ def tree_page_count(tree: dict[str, Any]) -> int:
     return int(tree.get("page_count") or 0) + sum(tree_page_count(child) for child in tree.get("sub_sitemaps") or ())
 
 
+def attempt_order(attempt: str) -> tuple[int, int, int]:
+    """Where an attempt named ``<entry id>/<delivery>`` (:attr:`~sitemap_crawl.queue.stream.Lease.attempt`;
+    an entry id is ``<milliseconds>-<sequence>``) stands among a site's attempts: newer is greater.
+    A part that is not a number counts as -1."""
+    entry, _, delivery = attempt.rpartition("/")
+    milliseconds, _, sequence = entry.partition("-")
+    return _number(milliseconds), _number(sequence), _number(delivery)
+
+
+def _number(text: str) -> int:
+    return int(text) if text.isascii() and text.isdigit() else -1
+
+
 def collect(
     tree_paths: Iterable[Path], page_paths: Iterable[Path], out: IO[bytes], trees_out: IO[bytes] | None = None
 ) -> CollectReport:
-    """Write to ``out`` the rows of each site's first complete attempt (see the module docstring)."""
+    """Write to ``out`` the rows of each site's newest complete attempt (see the module docstring)."""
     report = CollectReport()
+    trees = list(tree_paths)  # read twice with trees_out
     chosen: dict[str, str] = {}
     expected: dict[str, int] = {}
-    for tree in _lines(tree_paths, report):
+    complete = 0
+    for tree in _lines(trees, report):
         attempt, site = tree.get("attempt"), tree.get("url")
         if not isinstance(attempt, str) or not isinstance(site, str):
             continue  # a site a run stopped before it was finished: not complete
-        if site in chosen:
-            report.repeated_attempts += 1
-            continue
-        chosen[site] = attempt
-        expected[site] = tree_page_count(tree)
-        if trees_out is not None:
-            trees_out.write(orjson.dumps(tree) + b"\n")
+        complete += 1
+        if site not in chosen or attempt_order(attempt) > attempt_order(chosen[site]):
+            chosen[site] = attempt
+            expected[site] = tree_page_count(tree)
     report.sites = len(chosen)
+    report.repeated_attempts = complete - len(chosen)
+    if trees_out is not None:  # a second pass: tree lines can be large, so none is held meanwhile
+        written: set[str] = set()
+        for tree in _lines(trees, CollectReport()):
+            site = tree.get("url")
+            if isinstance(site, str) and site not in written and tree.get("attempt") == chosen.get(site):
+                trees_out.write(orjson.dumps(tree) + b"\n")
+                written.add(site)
     rows: Counter[str] = Counter()
     for row in _lines(page_paths, report):
         site = row.get("website")

@@ -7,8 +7,11 @@ A Redis Stream of homepages read by one consumer group: a worker *takes* entries
 entries silent for CLAIM_AFTER belonged to a dead worker and are claimed by the next
 worker that takes (XCLAIM, which counts a delivery); an entry delivered
 MAX_ATTEMPTS times goes to the dead-letter stream with the reason, and is
-acknowledged. Every step that reads and then writes runs as one Lua script, so that
-two workers never both claim an entry and a crash between two commands loses nothing.
+acknowledged. Only the attempt that holds an entry (its worker, its delivery) can
+acknowledge it: a worker whose site was taken over is told so, and the acknowledged
+attempt at a site is always its newest delivery. Every step that reads and then writes
+runs as one Lua script, so that two workers never both claim an entry and a crash
+between two commands loses nothing.
 
 Uses redis-py's asyncio client (any Redis >= 6.2 or Valkey server): in a crawl the
 awaits run on Scrapy's asyncio reactor, never blocking it.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any
 
 from redis import asyncio as aioredis
@@ -99,16 +103,28 @@ return lost
 counted); the ids another worker holds now (or that are acknowledged) are returned."""
 
 _ACK = """
-local acked = redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
-if acked == 1 then
-  redis.call('HINCRBY', KEYS[2], 'done', 1)
-  redis.call('HINCRBY', KEYS[2], 'pages', ARGV[3])
-  if ARGV[4] == '1' then redis.call('HINCRBY', KEYS[2], 'unreachable', 1) end
-end
-return acked
+local info = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+if not info[1] then return 0 end
+if info[1][2] ~= ARGV[2] or info[1][4] ~= tonumber(ARGV[4]) then return -1 end
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+redis.call('HINCRBY', KEYS[2], 'done', 1)
+redis.call('HINCRBY', KEYS[2], 'pages', ARGV[5])
+if ARGV[6] == '1' then redis.call('HINCRBY', KEYS[2], 'unreachable', 1) end
+return 1
 """
-"""KEYS stream, counts; ARGV group, id, pages, unreachable: acknowledge a site and count it (once:
-a site acknowledged by two workers is counted by the first)."""
+"""KEYS stream, counts; ARGV group, consumer, id, delivery, pages, unreachable: acknowledge a site and
+count it, only from the attempt that holds it (this consumer, this delivery); see :class:`Acknowledgement`."""
+
+
+class Acknowledgement(IntEnum):
+    """What the server did with a worker's acknowledgement of its attempt at a site."""
+
+    ACKNOWLEDGED = 1
+    """The attempt held the site: it is the site's acknowledged attempt, and counted."""
+    NOT_PENDING = 0
+    """The site was no longer pending: a newer attempt was acknowledged, or it was dead-lettered."""
+    TAKEN_OVER = -1
+    """A newer attempt holds the site (it was taken over): not acknowledged, nothing counted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,22 +254,23 @@ class SiteQueue:
         lost = await self._keep(keys=[self.config.stream], args=[GROUP, consumer, *ids])
         return [_text(entry) for entry in lost]
 
-    async def ack(self, done: Iterable[tuple[str, int, bool]]) -> int:
-        """Acknowledge finished sites ``(entry id, pages, unreachable)`` in one round trip; how many
-        were still pending (a site acknowledged by another worker already is not counted twice)."""
+    async def ack(self, consumer: str, done: Iterable[tuple[Lease, int, bool]]) -> list[Acknowledgement]:
+        """Acknowledge ``consumer``'s finished sites ``(lease, pages, unreachable)`` in one round trip;
+        what the server did with each. Only the attempt that holds a site is acknowledged, so a site
+        is counted once, and its acknowledged attempt is its newest delivery."""
         pipe = self.client.pipeline(transaction=False)
         count = 0
-        for entry_id, pages, unreachable in done:
+        for lease, pages, unreachable in done:
             count += 1
             await self._ack(
                 keys=[self.config.stream, self.config.counts],
-                args=[GROUP, entry_id, pages, "1" if unreachable else "0"],
+                args=[GROUP, consumer, lease.entry_id, lease.deliveries, pages, "1" if unreachable else "0"],
                 client=pipe,
             )
         if not count:
-            return 0
+            return []
         self.round_trips += 1
-        return sum(int(result) for result in await pipe.execute())
+        return [Acknowledgement(int(result)) for result in await pipe.execute()]
 
     async def idle(self) -> bool:
         """Whether the queue is drained: no entry waits and none is pending anywhere."""

@@ -11,12 +11,15 @@ A site the spider has mapped is *committed* in this order, several sites at a ti
 2. the feed files are flushed and synced to disk;
 3. its tree line, naming the attempt (``"attempt": "<entry id>/<delivery>"``), is
    appended to the tree file (the ``site_finished`` signal) and the file synced;
-4. it is acknowledged on the server.
+4. it is acknowledged on the server, which accepts only the attempt that holds the site.
 
 A crash before 4 leaves the site pending: another worker claims it after CLAIM_AFTER
 (rows written by the dead attempt have no tree line naming their attempt, so
-``sitemaps-collect`` leaves them out). While it runs, the worker renews its hold on its
-sites every quarter of CLAIM_AFTER, so a long site is never taken from a live worker.
+``sitemaps-collect`` leaves them out). A worker that was silent too long (paused) and
+finishes a site another worker took over is told so at 4: its attempt is not
+acknowledged, and ``sitemaps-collect`` keeps the newer one. While it runs, the worker
+renews its hold on its sites every quarter of CLAIM_AFTER, so a long site is never taken
+from a live worker.
 The run ends when the queue is drained (nothing waits, nothing is pending anywhere),
 or keeps waiting for more with ``-a queue_wait=true``. A server that goes away stops
 the worker cleanly (finish reason ``queue_unavailable``): what it acknowledged is
@@ -43,11 +46,17 @@ from scrapy.exceptions import DontCloseSpider
 
 from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
 from sitemap_crawl.feed_files import feed_files
-from sitemap_crawl.names import QUEUE_ACKED_STAT, QUEUE_CLAIMED_STAT, QUEUE_DEAD_STAT, QUEUE_ROUND_TRIPS_STAT
+from sitemap_crawl.names import (
+    QUEUE_ACKED_STAT,
+    QUEUE_CLAIMED_STAT,
+    QUEUE_DEAD_STAT,
+    QUEUE_ROUND_TRIPS_STAT,
+    QUEUE_TAKEN_OVER_STAT,
+)
 from sitemap_crawl.queue.config import QueueConfig, display_url
 from sitemap_crawl.queue.files import lock_outputs, prepare_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
-from sitemap_crawl.queue.stream import Lease, SiteQueue
+from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue
 from sitemap_crawl.signals import site_finished, sitemap_node
 from sitemap_crawl.sites.shard import Shard
 from sitemap_crawl.tree_file import is_lines_file
@@ -93,6 +102,9 @@ class QueueWorker:
         self._to_commit: list[_Mapped] = []
         self._lost: set[str] = set()
         """Sites another worker took over (this one was silent too long): no longer renewed."""
+        self._taken_back: dict[str, Lease] = {}
+        """Sites this worker took over again while it still maps an older attempt at them: each is
+        mapped again under the newer attempt once the older one is committed (and refused)."""
         self._acking: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._fetching = False
@@ -232,7 +244,17 @@ class QueueWorker:
             logger.error("The queue holds %r, which is not an http(s) URL: acknowledged, not mapped", lease.homepage)
             self._spawn(self._ack_unusable(lease))
             return
-        if homepage in self.held or homepage in self.spider.sites:
+        held = self.held.get(homepage)
+        if held is not None and held.entry_id == lease.entry_id and lease.deliveries > held.deliveries:
+            # taken over from a worker that had taken it over from this one: only the newer attempt
+            # can be acknowledged, so the site is mapped again under it once this attempt ends
+            logger.info(
+                "Took back %s (attempt %d) while still mapping attempt %d", homepage, lease.deliveries, held.deliveries
+            )
+            self._taken_back[homepage] = Lease(lease.entry_id, homepage, lease.deliveries, lease.previous_holder)
+            self._lost.discard(homepage)  # held again: renewed again
+            return
+        if held is not None or homepage in self.spider.sites:
             return  # cannot happen (each homepage is queued once): never map a site twice at once
         if lease.previous_holder:
             self.crawler.stats.inc_value(QUEUE_CLAIMED_STAT)
@@ -245,7 +267,7 @@ class QueueWorker:
     async def _ack_unusable(self, lease: Lease) -> None:
         assert self.queue is not None
         try:
-            await self.queue.ack([(lease.entry_id, 0, True)])
+            await self.queue.ack(self.name, [(lease, 0, True)])
         except RedisError as exc:
             self._server_gone(exc)
 
@@ -267,8 +289,8 @@ class QueueWorker:
                     self._lost.add(site)
                     logger.warning(
                         "%s was taken over by another worker (this one was silent for longer than "
-                        "SITEMAP_CRAWL_QUEUE_CLAIM_AFTER); it is finished here too, and sitemaps-collect "
-                        "keeps one copy",
+                        "SITEMAP_CRAWL_QUEUE_CLAIM_AFTER); it is finished here too, but not acknowledged: "
+                        "sitemaps-collect keeps the site's newest complete attempt",
                         site,
                     )
         except RedisError as exc:
@@ -303,23 +325,50 @@ class QueueWorker:
                     self._send_finished(mapped.lease.homepage, mapped.unreachable, mapped.lease.attempt)
                 await sync_files(tree_files(self.crawler))
                 self._acking.update(mapped.lease.homepage for mapped in batch)
-                acked = await self.queue.ack(
-                    (mapped.lease.entry_id, self.ledger.pages(mapped.lease.homepage), mapped.unreachable is not None)
-                    for mapped in batch
+                outcomes = await self.queue.ack(
+                    self.name,
+                    (
+                        (mapped.lease, self.ledger.pages(mapped.lease.homepage), mapped.unreachable is not None)
+                        for mapped in batch
+                    ),
                 )
-                self.crawler.stats.inc_value(QUEUE_ACKED_STAT, acked)
-                for mapped in batch:
-                    site = mapped.lease.homepage
-                    self.held.pop(site, None)
-                    self._lost.discard(site)
-                    self._acking.discard(site)
-                    self.ledger.forget(site)
+                for mapped, outcome in zip(batch, outcomes, strict=True):
+                    self._acknowledged(mapped.lease, outcome)
         except RedisError as exc:
             self._server_gone(exc)
         finally:
             self._committing = False
         self._fetch_soon()
         self._close_if_done()
+
+    def _acknowledged(self, lease: Lease, outcome: Acknowledgement) -> None:
+        """The server's answer to the acknowledgement of ``lease``: the site is done with here (or,
+        taken back meanwhile, mapped again under the newer attempt)."""
+        assert self.crawler is not None and self.crawler.stats is not None
+        site = lease.homepage
+        reported = site in self._lost  # its loss was logged by the renewal already
+        self.held.pop(site, None)
+        self._lost.discard(site)
+        self._acking.discard(site)
+        self.ledger.forget(site)
+        taken_back = self._taken_back.pop(site, None)
+        if outcome is Acknowledgement.ACKNOWLEDGED:
+            self.crawler.stats.inc_value(QUEUE_ACKED_STAT)
+            return
+        self.crawler.stats.inc_value(QUEUE_TAKEN_OVER_STAT)
+        logger.log(
+            logging.INFO if reported else logging.WARNING,
+            "%s: attempt %s is not acknowledged (%s); sitemaps-collect keeps the site's newest complete attempt",
+            site,
+            lease.attempt,
+            "another worker took the site over"
+            if outcome is Acknowledgement.TAKEN_OVER
+            else "a newer attempt was acknowledged, or the site was dead-lettered",
+        )
+        if taken_back is not None:
+            self.held[site] = taken_back
+            self._ready.append(taken_back)
+            self.spider._open_sites()
 
     def _send_finished(self, site: str, unreachable: str | None, attempt: str | None) -> None:
         assert self.crawler is not None
