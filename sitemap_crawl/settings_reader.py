@@ -5,17 +5,18 @@ The defaults themselves are :mod:`sitemap_crawl.default_settings`.
 
 from __future__ import annotations
 
-import contextlib
+import math
 from typing import Any
 
 from sitemap_crawl import default_settings
-from sitemap_crawl.arguments import parse_bool
+from sitemap_crawl.arguments import SpiderArgumentError, parse_bool
 from sitemap_crawl.cpus import MAX_AUTO_PROCESSES, default_worker_count, usable_cpus
 from sitemap_crawl.default_settings import DEFAULT_KNOWN_PATHS
+from sitemap_crawl.discovery.rules import KNOWN_PATHS_MODES
 from sitemap_crawl.parsing import Limits
 from sitemap_crawl.sites.shard import Shard
 
-__all__ = ["DEFAULTS", "DEFAULT_KNOWN_PATHS", "SETTINGS", "SettingsReader"]
+__all__ = ["DEFAULTS", "DEFAULT_KNOWN_PATHS", "SETTINGS", "SettingError", "SettingsReader"]
 
 SETTINGS: dict[str, Any] = {
     name: value for name, value in vars(default_settings).items() if name.startswith(default_settings.SETTING_PREFIX)
@@ -30,8 +31,49 @@ DEFAULTS: dict[str, Any] = {
 """The defaults the add-on sets: every setting but the loader's (worked out at crawl time)."""
 
 
+class SettingError(SpiderArgumentError):
+    """A SITEMAP_CRAWL_* setting has a value it cannot take; the crawl stops before it starts."""
+
+
+def _finite_number(value: object) -> float | None:
+    """A setting's value as a finite number (``10``, ``"10"``, ``2.5``), or None (``"8KB"``, ``True``)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+CHECKED_PROPERTIES = (
+    "known_paths_mode",
+    "max_depth",
+    "limits",
+    "batch_size",
+    "tree_log_lines",
+    "concurrent_sites",
+    "crawl_processes",
+    "concurrent_sitemaps",
+    "parse_workers",
+    "parse_worker_min_size",
+    "audit_backlog",
+    "idle_connection_timeout",
+    "loader_queue_size",
+    "loader_save_interval",
+    "loader_log_interval",
+    "loader_max_in_flight",
+    "queue_claim_after",
+    "queue_max_attempts",
+)
+"""The properties :meth:`SettingsReader.check` reads: each raises SettingError for a value out of range."""
+
+
 class SettingsReader:
-    """Typed access to the SITEMAP_CRAWL_* settings of a crawler (defaults filled in)."""
+    """Typed access to the SITEMAP_CRAWL_* settings of a crawler (defaults filled in).
+
+    A numeric setting out of its range raises :class:`SettingError`; :meth:`check` reads
+    them all, for a spider to stop at start with one line."""
 
     def __init__(self, settings: Any) -> None:
         self._settings = settings
@@ -39,6 +81,30 @@ class SettingsReader:
     def _get(self, name: str) -> Any:
         value = self._settings.get(name)
         return SETTINGS[name] if value is None else value
+
+    def _whole(self, name: str, least: int) -> int:
+        """A setting that is a whole number of at least ``least`` (0 or 1); SettingError otherwise."""
+        value = self._get(name)
+        number = _finite_number(value)
+        if number is None or not number.is_integer() or number < least:
+            allowed = "a positive whole number" if least > 0 else "a whole number, 0 or more"
+            raise SettingError(f"{name} must be {allowed}, not {value!r}")
+        return int(number)
+
+    def _seconds(self, name: str, positive: bool) -> float:
+        """A setting that is a number of seconds, above 0 (``positive``) or at least 0; SettingError otherwise."""
+        value = self._get(name)
+        number = _finite_number(value)
+        if number is None or number < 0 or (positive and number == 0):
+            allowed = "a number of seconds above 0" if positive else "a number of seconds, 0 or more"
+            raise SettingError(f"{name} must be {allowed}, not {value!r}")
+        return number
+
+    def check(self) -> None:
+        """Read every setting that has a range (the numbers, the known-path mode): SettingError
+        for the first one out of it, before anything is fetched."""
+        for name in CHECKED_PROPERTIES:
+            getattr(self, name)
 
     @property
     def tree_file(self) -> str | None:
@@ -64,11 +130,13 @@ class SettingsReader:
 
     @property
     def max_depth(self) -> int:
-        return int(self._get("SITEMAP_CRAWL_MAX_DEPTH"))
+        """Index levels read below a start URL (0: none), SITEMAP_CRAWL_MAX_DEPTH."""
+        return self._whole("SITEMAP_CRAWL_MAX_DEPTH", 0)
 
     @property
     def max_size(self) -> int:
-        return int(self._get("SITEMAP_CRAWL_MAX_SIZE"))
+        """Bytes read from one sitemap, SITEMAP_CRAWL_MAX_SIZE (positive)."""
+        return self._whole("SITEMAP_CRAWL_MAX_SIZE", 1)
 
     @property
     def known_paths(self) -> list[str]:
@@ -82,7 +150,8 @@ class SettingsReader:
         """Pages per PageBatch item; 0 (one item a page) when a feed is split every N items
         (FEED_EXPORT_BATCH_ITEM_COUNT, a feed's ``batch_item_count``): Scrapy counts items,
         and N must be N rows."""
-        return 0 if self.feeds_split_by_items else max(0, int(self._get("SITEMAP_CRAWL_BATCH_SIZE")))
+        size = self._whole("SITEMAP_CRAWL_BATCH_SIZE", 0)
+        return 0 if self.feeds_split_by_items else size
 
     @property
     def feeds_split_by_items(self) -> bool:
@@ -94,12 +163,12 @@ class SettingsReader:
 
     @property
     def tree_log_lines(self) -> int:
-        return int(self._get("SITEMAP_CRAWL_TREE_LOG_LINES"))
+        return self._whole("SITEMAP_CRAWL_TREE_LOG_LINES", 0)
 
     @property
     def concurrent_sites(self) -> int:
         """Sites mapped at once in a many-site run."""
-        return max(1, int(self._get("SITEMAP_CRAWL_CONCURRENT_SITES")))
+        return self._whole("SITEMAP_CRAWL_CONCURRENT_SITES", 1)
 
     @property
     def crawl_processes(self) -> int:
@@ -109,12 +178,11 @@ class SettingsReader:
         (``SITEMAP_CRAWL_AUDIT_FILE``, ``SITEMAP_CRAWL_REPORT_FILE``: its findings) and a
         history run (``SITEMAP_CRAWL_HISTORY``: one SQLite file, one writer).
         """
-        if self.audited or self._get("SITEMAP_CRAWL_HISTORY"):
-            return 1
-        value = self._get("SITEMAP_CRAWL_PROCESSES")
-        if value is None or str(value).strip().lower() == "auto":
-            return max(1, min(MAX_AUTO_PROCESSES, usable_cpus()))
-        return max(1, int(value))
+        name = "SITEMAP_CRAWL_PROCESSES"
+        value = self._get(name)
+        auto = value is None or str(value).strip().lower() == "auto"
+        count = max(1, min(MAX_AUTO_PROCESSES, usable_cpus())) if auto else self._whole(name, 1)
+        return 1 if self.audited or self._get("SITEMAP_CRAWL_HISTORY") else count
 
     @property
     def shard(self) -> Shard | None:
@@ -124,17 +192,21 @@ class SettingsReader:
 
     @property
     def known_paths_mode(self) -> str:
-        """``always`` or ``fallback`` (lower-cased; checked by the spider)."""
-        return str(self._get("SITEMAP_CRAWL_KNOWN_PATHS_MODE")).strip().lower()
+        """``always`` or ``fallback`` (lower-cased); SettingError otherwise."""
+        name = "SITEMAP_CRAWL_KNOWN_PATHS_MODE"
+        mode = str(self._get(name) or SETTINGS[name]).strip().lower()
+        if mode not in KNOWN_PATHS_MODES:
+            raise SettingError(f"{name} must be {' or '.join(KNOWN_PATHS_MODES)}, not {mode!r}")
+        return mode
 
     @property
     def concurrent_sitemaps(self) -> int:
         """Sitemaps in flight at once; by default two more than the parsing workers (at least 3),
         so that the next bodies download while the workers parse."""
-        value = self._get("SITEMAP_CRAWL_CONCURRENT_SITEMAPS")
-        if value is None:
+        name = "SITEMAP_CRAWL_CONCURRENT_SITEMAPS"
+        if self._get(name) is None:
             return max(3, self.parse_workers + 2)
-        return max(1, int(value))
+        return self._whole(name, 1)
 
     @property
     def parse_workers(self) -> int:
@@ -146,16 +218,21 @@ class SettingsReader:
         run): when left to the default, a share of the CPUs those processes do not use."""
         name = "SITEMAP_CRAWL_PARSE_WORKERS"
         value = self._get(name)
-        if not isinstance(value, bool):
-            with contextlib.suppress(TypeError, ValueError):
-                return max(0, int(value))  # a count: 2, "2"
-        if str(value).strip().lower() == "auto":
+        if _finite_number(value) is not None:
+            return self._whole(name, 0)  # a count: 2, "2"
+        if value is None or str(value).strip().lower() == "auto":
             return default_worker_count(crawl_processes)
-        return default_worker_count(crawl_processes) if parse_bool(name, value, True) else 0
+        try:
+            enabled = parse_bool(name, value, True)
+        except SpiderArgumentError:
+            raise SettingError(
+                f"{name} must be a whole number, 0 or more, auto, true or false, not {value!r}"
+            ) from None
+        return default_worker_count(crawl_processes) if enabled else 0
 
     @property
     def parse_worker_min_size(self) -> int:
-        return int(self._get("SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE"))
+        return self._whole("SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE", 0)
 
     @property
     def limits(self) -> Limits:
@@ -167,43 +244,54 @@ class SettingsReader:
             max_size = min(max_size, download_maxsize)
         return Limits(
             max_size=max_size,
-            max_index_children=int(self._get("SITEMAP_CRAWL_MAX_INDEX_CHILDREN")),
+            max_index_children=self._whole("SITEMAP_CRAWL_MAX_INDEX_CHILDREN", 1),
         )
 
     @property
     def audit_backlog(self) -> int:
         """Bytes of bodies with the audit at most before the crawl pauses (SITEMAP_CRAWL_AUDIT_BACKLOG)."""
-        return int(self._get("SITEMAP_CRAWL_AUDIT_BACKLOG"))
+        return self._whole("SITEMAP_CRAWL_AUDIT_BACKLOG", 0)
 
     @property
     def idle_connection_timeout(self) -> float:
         """Seconds an idle connection is kept in a many-site run (SITEMAP_CRAWL_IDLE_CONNECTION_TIMEOUT)."""
-        return float(self._get("SITEMAP_CRAWL_IDLE_CONNECTION_TIMEOUT"))
+        return self._seconds("SITEMAP_CRAWL_IDLE_CONNECTION_TIMEOUT", positive=True)
 
     @property
     def loader_queue_size(self) -> int:
         """Page URLs the loader reads ahead (SITEMAP_CRAWL_LOADER_QUEUE_SIZE)."""
-        return int(self._get("SITEMAP_CRAWL_LOADER_QUEUE_SIZE"))
+        return self._whole("SITEMAP_CRAWL_LOADER_QUEUE_SIZE", 1)
 
     @property
     def loader_save_interval(self) -> float:
         """Seconds between two snapshots of the loader's state (SITEMAP_CRAWL_LOADER_SAVE_INTERVAL)."""
-        return float(self._get("SITEMAP_CRAWL_LOADER_SAVE_INTERVAL"))
+        return self._seconds("SITEMAP_CRAWL_LOADER_SAVE_INTERVAL", positive=False)
 
     @property
     def loader_log_interval(self) -> float:
         """Seconds between two progress lines (SITEMAP_CRAWL_LOADER_LOG_INTERVAL, else LOGSTATS_INTERVAL)."""
-        value = self._get("SITEMAP_CRAWL_LOADER_LOG_INTERVAL")
-        if value is None:
-            value = self._settings.get("LOGSTATS_INTERVAL")
+        name = "SITEMAP_CRAWL_LOADER_LOG_INTERVAL"
+        if self._get(name) is not None:
+            return self._seconds(name, positive=False)
+        value = self._settings.get("LOGSTATS_INTERVAL")
         return float(default_settings.LOADER_LOG_INTERVAL if value is None else value)
 
     @property
     def loader_max_in_flight(self) -> int:
         """Page requests handed to Scrapy and not yet handled, at most (SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT,
         else twice CONCURRENT_REQUESTS, at least 16); at least 1."""
-        value = self._get("SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT")
-        if value is None:
-            concurrent = int(self._settings.get("CONCURRENT_REQUESTS") or 0)
-            value = max(default_settings.LOADER_MIN_IN_FLIGHT, 2 * concurrent)
-        return max(1, int(value))
+        name = "SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT"
+        if self._get(name) is not None:
+            return self._whole(name, 1)
+        concurrent = int(self._settings.get("CONCURRENT_REQUESTS") or 0)
+        return max(default_settings.LOADER_MIN_IN_FLIGHT, 2 * concurrent)
+
+    @property
+    def queue_claim_after(self) -> float:
+        """Queue runs: seconds after which a silent worker's site is taken over (SITEMAP_CRAWL_QUEUE_CLAIM_AFTER)."""
+        return self._seconds("SITEMAP_CRAWL_QUEUE_CLAIM_AFTER", positive=True)
+
+    @property
+    def queue_max_attempts(self) -> int:
+        """Queue runs: workers that may take one site (SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS)."""
+        return self._whole("SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS", 1)

@@ -41,6 +41,7 @@ from sitemap_crawl.arguments import (
 )
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.loader import DEFAULT_SCHEDULER_PATH, PAGE_META_KEY, SCHEDULER_PATH, SitemapRequestLoader
+from sitemap_crawl.settings_reader import SettingError, SettingsReader
 from sitemap_crawl.wiring import add_unreachable_host_middleware
 
 if TYPE_CHECKING:
@@ -142,6 +143,11 @@ class SitemapSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
+        try:
+            SettingsReader(crawler.settings).check()
+        except SettingError as exc:
+            logger.error("Bad setting for the %s spider: %s", spider.name, exc)
+            raise
         spider.sitemap_loader = spider.make_sitemap_loader(crawler)
         return spider
 

@@ -6,6 +6,8 @@ Every test runs the real ``scrapy crawl sitemaps`` command against a local fixtu
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support import CrawlResult, Route, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import RouteLike, SiteFactory
@@ -281,13 +283,23 @@ def test_fallback_mode_probes_the_known_paths_only_without_robots_sitemaps(
     assert without.urls() == [silent.url("/b")]
 
 
-def test_an_unknown_known_paths_mode_stops_the_crawl_with_one_line(
-    fixture_site: SiteFactory, crawl: CrawlRunner
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("SITEMAP_CRAWL_KNOWN_PATHS_MODE", "sometimes", "must be always or fallback, not 'sometimes'"),
+        # a number it cannot read: tracebacks, exit code 0; one out of range: taken as it was
+        ("SITEMAP_CRAWL_MAX_SIZE", "8KB", "must be a positive whole number, not '8KB'"),
+        ("SITEMAP_CRAWL_MAX_DEPTH", "-1", "must be a whole number, 0 or more, not '-1'"),
+    ],
+)
+def test_a_bad_setting_stops_the_crawl_with_one_line(
+    fixture_site: SiteFactory, crawl: CrawlRunner, name: str, value: str, message: str
 ) -> None:
     site = fixture_site({})
-    result = crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_KNOWN_PATHS_MODE": "sometimes"})
-    assert result.returncode != 0
-    assert "SITEMAP_CRAWL_KNOWN_PATHS_MODE must be always or fallback, not 'sometimes'" in result.log
+    result = crawl({"homepage": site.base}, settings={**FAST, name: value})
+    assert result.returncode == 1
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and errors[0].endswith(f"Bad setting for the sitemaps spider: {name} {message}"), errors
     assert "Traceback" not in result.log
     assert site.paths() == []
 

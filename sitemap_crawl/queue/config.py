@@ -19,6 +19,7 @@ from sitemap_crawl.default_settings import (
     SITEMAP_CRAWL_QUEUE_KEY,
     SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS,
 )
+from sitemap_crawl.settings_reader import SettingsReader
 
 SCHEMES = ("redis", "rediss")
 GROUP = "workers"
@@ -62,12 +63,14 @@ class QueueConfig:
 
     @classmethod
     def from_settings(cls, url: str, settings: Any) -> QueueConfig:
-        """The queue at ``url`` with the SITEMAP_CRAWL_QUEUE_* settings of a Scrapy settings object."""
+        """The queue at ``url`` with the SITEMAP_CRAWL_QUEUE_* settings of a Scrapy settings object
+        (SettingError for a number out of range)."""
+        config = SettingsReader(settings)
         return cls(
             parse_queue_url(url),
             str(settings.get("SITEMAP_CRAWL_QUEUE_KEY") or SITEMAP_CRAWL_QUEUE_KEY),
-            max(0.1, settings.getfloat("SITEMAP_CRAWL_QUEUE_CLAIM_AFTER", SITEMAP_CRAWL_QUEUE_CLAIM_AFTER)),
-            max(1, settings.getint("SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS", SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS)),
+            config.queue_claim_after,
+            config.queue_max_attempts,
         )
 
     @property

@@ -35,7 +35,7 @@ from sitemap_crawl.arguments import (
     parse_since_arguments,
     parse_sitemap_urls,
 )
-from sitemap_crawl.discovery import ALWAYS, KNOWN_PATHS_MODES, ROBOTS, FollowRules, SiteDiscovery, Visit
+from sitemap_crawl.discovery import ALWAYS, ROBOTS, FollowRules, SiteDiscovery, Visit
 from sitemap_crawl.discovery.since import Since
 from sitemap_crawl.downloads import MANY_SITES_HANDLER
 from sitemap_crawl.failures import failure_reason
@@ -58,7 +58,7 @@ from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
 from sitemap_crawl.queue.config import parse_queue_url
-from sitemap_crawl.settings_reader import SettingsReader
+from sitemap_crawl.settings_reader import SettingError, SettingsReader
 from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, page_batch
 from sitemap_crawl.signals import site_finished, sitemap_node
 from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
@@ -145,16 +145,13 @@ class SitemapsSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SitemapsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.arguments = dict(kwargs)  # a helper crawl process gets the same
-        mode = str(crawler.settings.get("SITEMAP_CRAWL_KNOWN_PATHS_MODE") or ALWAYS).strip().lower()
-        if mode not in KNOWN_PATHS_MODES:
-            logger.error(
-                "Bad setting for the %s spider: SITEMAP_CRAWL_KNOWN_PATHS_MODE must be %s, not %r",
-                spider.name,
-                " or ".join(KNOWN_PATHS_MODES),
-                mode,
-            )
-            raise SpiderArgumentError(f"SITEMAP_CRAWL_KNOWN_PATHS_MODE {mode!r}")
-        spider.known_paths_mode = mode
+        config = SettingsReader(crawler.settings)
+        try:
+            config.check()  # here: _setup reads them once start() runs, too late for one clean line
+        except SettingError as exc:
+            logger.error("Bad setting for the %s spider: %s", spider.name, exc)
+            raise
+        spider.known_paths_mode = config.known_paths_mode
         if spider.queue is not None:
             try:
                 spider.queue.bind(crawler, spider)
@@ -181,7 +178,7 @@ class SitemapsSpider(Spider):
             except HistoryError as exc:
                 logger.error("Bad setting for the %s spider: SITEMAP_CRAWL_HISTORY: %s", spider.name, exc)
                 raise SpiderArgumentError(str(exc)) from None
-            audited = SettingsReader(crawler.settings).audited
+            audited = config.audited
             if audited:
                 logger.info(
                     "The audit reads every sitemap: the history's requests are not conditional "

@@ -1,0 +1,71 @@
+"""SettingsReader: the SITEMAP_CRAWL_* settings typed, and refused out of their range."""
+
+from __future__ import annotations
+
+import pytest
+from scrapy.settings import Settings
+
+from sitemap_crawl.settings_reader import SettingError, SettingsReader
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "allowed"),
+    [
+        ("SITEMAP_CRAWL_MAX_SIZE", "8KB", "a positive whole number"),
+        ("SITEMAP_CRAWL_MAX_SIZE", "0", "a positive whole number"),
+        ("SITEMAP_CRAWL_MAX_SIZE", -5, "a positive whole number"),
+        ("SITEMAP_CRAWL_MAX_DEPTH", "ten", "a whole number, 0 or more"),
+        ("SITEMAP_CRAWL_MAX_DEPTH", "-1", "a whole number, 0 or more"),
+        ("SITEMAP_CRAWL_MAX_DEPTH", "2.5", "a whole number, 0 or more"),
+        ("SITEMAP_CRAWL_CONCURRENT_SITEMAPS", "x", "a positive whole number"),
+        ("SITEMAP_CRAWL_CONCURRENT_SITEMAPS", 0, "a positive whole number"),
+        ("SITEMAP_CRAWL_CONCURRENT_SITES", "0", "a positive whole number"),
+        ("SITEMAP_CRAWL_MAX_INDEX_CHILDREN", "0", "a positive whole number"),
+        ("SITEMAP_CRAWL_BATCH_SIZE", "-1", "a whole number, 0 or more"),
+        ("SITEMAP_CRAWL_TREE_LOG_LINES", "all", "a whole number, 0 or more"),
+        ("SITEMAP_CRAWL_PROCESSES", "0", "a positive whole number"),
+        ("SITEMAP_CRAWL_PARSE_WORKERS", "-2", "a whole number, 0 or more"),
+        ("SITEMAP_CRAWL_PARSE_WORKERS", "many", "a whole number, 0 or more, auto, true or false"),
+        ("SITEMAP_CRAWL_PARSE_WORKER_MIN_SIZE", "1MB", "a whole number, 0 or more"),
+        ("SITEMAP_CRAWL_AUDIT_BACKLOG", "-1", "a whole number, 0 or more"),
+        ("SITEMAP_CRAWL_IDLE_CONNECTION_TIMEOUT", "0", "a number of seconds above 0"),
+        ("SITEMAP_CRAWL_IDLE_CONNECTION_TIMEOUT", "nan", "a number of seconds above 0"),
+        ("SITEMAP_CRAWL_LOADER_QUEUE_SIZE", "0", "a positive whole number"),
+        ("SITEMAP_CRAWL_LOADER_SAVE_INTERVAL", "-1", "a number of seconds, 0 or more"),
+        ("SITEMAP_CRAWL_LOADER_LOG_INTERVAL", "often", "a number of seconds, 0 or more"),
+        ("SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT", "0", "a positive whole number"),
+        ("SITEMAP_CRAWL_QUEUE_CLAIM_AFTER", "0", "a number of seconds above 0"),
+        ("SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS", "0", "a positive whole number"),
+    ],
+)
+def test_a_number_out_of_its_range_is_refused_by_check(name: str, value: object, allowed: str) -> None:
+    with pytest.raises(SettingError) as raised:
+        SettingsReader(Settings({name: value})).check()
+    assert str(raised.value) == f"{name} must be {allowed}, not {value!r}"
+
+
+def test_an_unknown_known_paths_mode_is_refused_by_check() -> None:
+    with pytest.raises(
+        SettingError, match="SITEMAP_CRAWL_KNOWN_PATHS_MODE must be always or fallback, not 'sometimes'"
+    ):
+        SettingsReader(Settings({"SITEMAP_CRAWL_KNOWN_PATHS_MODE": "Sometimes"})).check()
+
+
+def test_the_defaults_and_the_edges_of_each_range_pass() -> None:
+    SettingsReader(Settings()).check()
+    config = SettingsReader(
+        Settings(
+            {
+                "SITEMAP_CRAWL_MAX_SIZE": "1",
+                "SITEMAP_CRAWL_MAX_DEPTH": "0",
+                "SITEMAP_CRAWL_BATCH_SIZE": 0,
+                "SITEMAP_CRAWL_PARSE_WORKERS": "false",
+                "SITEMAP_CRAWL_PROCESSES": "auto",
+                "SITEMAP_CRAWL_LOADER_LOG_INTERVAL": 0,
+                "SITEMAP_CRAWL_IDLE_CONNECTION_TIMEOUT": "0.5",
+            }
+        )
+    )
+    config.check()
+    assert (config.max_size, config.max_depth, config.batch_size, config.parse_workers) == (1, 0, 0, 0)
+    assert (config.loader_log_interval, config.idle_connection_timeout) == (0.0, 0.5)
