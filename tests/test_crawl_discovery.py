@@ -283,6 +283,20 @@ def test_fallback_mode_probes_the_known_paths_only_without_robots_sitemaps(
     assert without.urls() == [silent.url("/b")]
 
 
+@pytest.mark.parametrize("setting", ["SITEMAP_CRAWL_MAX_SIZE", "DOWNLOAD_MAXSIZE"])
+def test_a_robots_txt_over_the_size_cap_is_a_robots_txt_node_with_the_error(
+    fixture_site: SiteFactory, crawl: CrawlRunner, setting: str
+) -> None:
+    site = fixture_site({"/robots.txt": robots("{base}/a.xml") + "# filler\n" * 40, "/a.xml": urlset("{base}/a")})
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings={**FAST, setting: 200})
+    result.assert_ok()
+    # it vanished from the tree, and the log said "Problems: none"
+    assert children(tree_of(result)) == [(site.url("/robots.txt"), "robots_txt")]
+    assert robots_of(tree_of(result))["error"] == "size limit"
+    assert result.stats["sitemap_crawl/errors/size limit"] == 1
+    assert "Problems: 1 size limit." in result.log
+
+
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [

@@ -115,6 +115,14 @@ def test_a_failed_optional_sitemap_is_left_out_and_another_becomes_invalid() -> 
     assert [(r.url, r.kind, r.error) for r in driver.reports[1:]] == [(HOME + "gone.xml", "invalid", "HTTP 404")]
 
 
+def test_a_robots_txt_over_the_size_cap_stays_in_the_tree_with_the_error() -> None:
+    driver = Driver(known_paths=[])
+    driver.site.start()
+    (robots,) = driver.sent
+    driver.site.failed(robots, "size limit")  # there, but its Sitemap: lines unread
+    assert [(r.url, r.kind, r.error) for r in driver.reports[1:]] == [(robots.url, "robots_txt", "size limit")]
+
+
 def test_once_per_crawl_reads_a_sitemap_once_whoever_declares_it() -> None:
     driver = Driver(concurrency=1, once_per_crawl=True, known_paths=["a.xml", "z.xml"])
     driver.site.start()

@@ -197,7 +197,8 @@ class SiteDiscovery:
     def failed(self, visit: Visit, reason: str) -> None:
         """``visit`` could not be fetched or read: an invalid node, unless it is optional. A
         homepage's robots.txt that fails at the connection level makes the site unreachable:
-        the website node carries the error and the well-known paths are not probed."""
+        the website node carries the error and the well-known paths are not probed. A
+        robots.txt over the size cap is there but unread: a ``robots_txt`` node with the error."""
         if visit.role == ROBOTS and visit.path == (0,) and self.homepage is not None and reason in UNREACHABLE_REASONS:
             self.unreachable = reason
             self._known_paths_sent = True
@@ -210,6 +211,9 @@ class SiteDiscovery:
         self.settle(visit)
         if visit.role == KNOWN:
             logger.debug("Known path %s is not a sitemap: %s", visit.url, reason)
+        elif visit.role == ROBOTS and reason == ErrorReason.SIZE_LIMIT:
+            logger.warning("robots.txt %s is over the size cap: its Sitemap: lines are not read", visit.url)
+            self.report(visit, NodeKind.ROBOTS_TXT, reason)
         elif visit.role == ROBOTS:
             logger.info("robots.txt %s unavailable (%s); left out of the tree", visit.url, reason)
         else:
