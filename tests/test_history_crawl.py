@@ -312,3 +312,32 @@ def test_a_sitemap_its_index_drops_but_a_well_known_path_finds_is_not_removed(
     second = crawl(run, settings={**FAST, "SITEMAP_CRAWL_HISTORY": str(history), **known}).assert_ok()
 
     assert second.pages == []  # read at /b.xml as a well-known path: unchanged
+
+
+def test_a_robots_txt_that_answers_an_html_page_leaves_its_stored_state_alone(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = _site(fixture_site)
+    site["/new.xml"] = urlset("{base}/n1")
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site["/robots.txt"] = Route(
+        "<!DOCTYPE html><html><body>Down for maintenance</body></html>", content_type="text/html"
+    )
+
+    failed = _run(crawl, site, history)
+    site["/robots.txt"] = robots("{base}/new.xml")  # index.xml no longer declared
+    third = _run(crawl, site, history)
+
+    # it was stored as a robots.txt listing no sitemap (and counted changed): index.xml's
+    # pages were never removed
+    assert failed.pages == []
+    assert "sitemap_crawl/history/changed" not in failed.stats
+    assert _changes(third.pages, site.base) == [
+        ("/a1", "removed"),
+        ("/a2", "removed"),
+        ("/a3", "removed"),
+        ("/b1", "removed"),
+        ("/b2", "removed"),
+        ("/n1", "added"),
+    ]

@@ -163,18 +163,19 @@ class HistoryTracker:
         return None
 
     def start(self, url: str, kind: str, response: Response) -> SitemapChanges:
-        """A changed (or new) sitemap: collect what it lists."""
+        """A changed (or new) sitemap: collect what it lists (dropped, uncounted, if it fails)."""
         before = self._states.get(url)
         etag, modified = _validators(response)
         after = SitemapState(url, kind, etag, modified, body_hash(response.body))
-        self._inc("changed")
         return SitemapChanges(url, before, after)
 
     async def rows(
         self, changes: SitemapChanges, partial: bool, still_read: Callable[[str], bool] = lambda _url: False
     ) -> list[SitemapPage]:
-        """The rows of a changed sitemap: added, modified, then removed pages. With ``partial``
-        (a body read only in part) no page is removed, and the next run reads it again."""
+        """The rows of a changed sitemap, read (not one that failed: its state stays): added,
+        modified, then removed pages. With ``partial`` (a body read only in part) no page is
+        removed, and the next run reads it again."""
+        self._inc(CHANGED)
         stored = await self.store.pages(changes.url)  # also without a state: the same URL may be in flight twice
         current = changes.pages
         diff = diff_pages(

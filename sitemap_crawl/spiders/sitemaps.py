@@ -696,6 +696,10 @@ class SitemapsSpider(Spider):
             self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, dropped)
         if batch:
             yield await self._batches.admit(PageBatch(visit.url, visit.path, batch, website), window)
+        if reader.kind == INVALID:
+            # found not to be one while read (a robots.txt that is an HTML page, nothing within
+            # the size cap): it failed, and its stored state stays as it was
+            changes = None
         if changes is not None:
             async for output in self._changed_rows(visit, changes, bool(reader.error) or broken_off):
                 yield output
