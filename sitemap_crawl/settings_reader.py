@@ -147,19 +147,25 @@ class SettingsReader:
 
     @property
     def batch_size(self) -> int:
-        """Pages per PageBatch item; 0 (one item a page) when a feed is split every N items
-        (FEED_EXPORT_BATCH_ITEM_COUNT, a feed's ``batch_item_count``): Scrapy counts items,
-        and N must be N rows."""
+        """Pages per PageBatch item; 0 (one item a page) when Scrapy counts or filters the
+        items (:attr:`pages_as_items`)."""
         size = self._whole("SITEMAP_CRAWL_BATCH_SIZE", 0)
-        return 0 if self.feeds_split_by_items else size
+        return 0 if self.pages_as_items else size
 
     @property
-    def feeds_split_by_items(self) -> bool:
-        """Whether a feed starts a new file every N items."""
-        if int(self._settings.get("FEED_EXPORT_BATCH_ITEM_COUNT") or 0) > 0:
+    def pages_as_items(self) -> bool:
+        """Whether each page must be an item of its own, because a Scrapy setting counts
+        items and means pages: a feed split every N items (FEED_EXPORT_BATCH_ITEM_COUNT,
+        a feed's ``batch_item_count``), or CLOSESPIDER_ITEMCOUNT."""
+        settings = self._settings
+        if int(settings.get("FEED_EXPORT_BATCH_ITEM_COUNT") or 0) > 0:
             return True
-        feeds = self._settings.getdict("FEEDS") if hasattr(self._settings, "getdict") else {}
-        return any(int((options or {}).get("batch_item_count") or 0) > 0 for options in feeds.values())
+        if int(settings.get("CLOSESPIDER_ITEMCOUNT") or 0) > 0:
+            return True
+        feeds = settings.getdict("FEEDS") if hasattr(settings, "getdict") else {}
+        return any(
+            int(options.get("batch_item_count") or 0) > 0 for options in (options or {} for options in feeds.values())
+        )
 
     @property
     def tree_log_lines(self) -> int:

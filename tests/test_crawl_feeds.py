@@ -355,3 +355,23 @@ def test_a_feed_split_every_n_items_gets_n_rows_a_file(
     rows = [read_feed(path) for path in files]
     assert [len(part) for part in rows] == [2, 2, 2]
     assert [row["url"] for part in rows for row in part] == [page["url"] for page in expected_pages(site.base)]
+
+
+def test_closespider_itemcount_counts_pages(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    # pages travelled in batches: the one batch of each sitemap counted as one item, and
+    # the crawl finished with every page
+    sitemaps = [f"{{base}}/s{index}.xml" for index in range(5)]
+    site = fixture_site(
+        {
+            "/robots.txt": robots(*sitemaps),
+            **{f"/s{index}.xml": urlset(*[f"{{base}}/s{index}/{page}" for page in range(20)]) for index in range(5)},
+        }
+    )
+
+    result = crawl(
+        {"homepage": site.base, "use_known_paths": False}, settings={**SETTINGS, "CLOSESPIDER_ITEMCOUNT": 10}
+    ).assert_ok()
+
+    assert result.stats["finish_reason"] == "closespider_itemcount"
+    assert 10 <= len(result.pages) < 100
+    assert result.stats["item_scraped_count"] == len(result.pages)

@@ -1,6 +1,9 @@
-"""SettingsReader: the SITEMAP_CRAWL_* settings typed, and refused out of their range."""
+"""SettingsReader: the SITEMAP_CRAWL_* settings typed, refused out of their range, and what
+Scrapy's own settings make of them."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from scrapy.settings import Settings
@@ -69,3 +72,31 @@ def test_the_defaults_and_the_edges_of_each_range_pass() -> None:
     config.check()
     assert (config.max_size, config.max_depth, config.batch_size, config.parse_workers) == (1, 0, 0, 0)
     assert (config.loader_log_interval, config.idle_connection_timeout) == (0.0, 0.5)
+
+
+FEED = "pages.jsonl"
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"FEED_EXPORT_BATCH_ITEM_COUNT": 100},
+        {"FEEDS": {FEED: {"format": "jsonlines", "batch_item_count": 100}}},
+        {"CLOSESPIDER_ITEMCOUNT": 10},
+    ],
+    ids=["feed split", "one feed split", "closespider itemcount"],
+)
+def test_settings_that_count_items_make_each_page_an_item(settings: dict[str, Any]) -> None:
+    # Scrapy counts items: with pages in batches, it counted batches
+    reader = SettingsReader(Settings({"SITEMAP_CRAWL_BATCH_SIZE": 250, **settings}))
+
+    assert reader.pages_as_items
+    assert reader.batch_size == 0
+
+
+def test_pages_travel_in_batches_otherwise() -> None:
+    settings = {"CLOSESPIDER_ITEMCOUNT": 0, "FEEDS": {FEED: {"format": "jsonlines"}}}
+    reader = SettingsReader(Settings({"SITEMAP_CRAWL_BATCH_SIZE": 250, **settings}))
+
+    assert not reader.pages_as_items
+    assert reader.batch_size == 250

@@ -25,6 +25,7 @@ def test_one_tree_whichever_is_enabled(fixture_site: SiteFactory, crawl: CrawlRu
 
     assert result.tree is not None and result.tree["kind"] == "website"
     assert result.stats["sitemap_crawl/pages"] == 6
+    assert result.stats["item_scraped_count"] == 6  # Scrapy's count: pages, not page batches
     assert result.stats["sitemap_crawl/sitemaps"] == 7
     assert result.stats["sitemap_crawl/errors/HTTP 404"] == 1
     summary = assert_summary_at_the_end(result)

@@ -36,6 +36,8 @@ from sitemap_crawl.tree_file import TreeFile
 TREE_LOGGER = "sitemap_crawl.pipelines"
 """The logger of the tree's log lines: the name they had when the tree was a pipeline."""
 logger = logging.getLogger(TREE_LOGGER)
+ITEM_SCRAPED_COUNT_STAT = "item_scraped_count"
+"""Scrapy's count of scraped items (CoreStats): a page batch counts as its pages."""
 
 _INSTANCES: weakref.WeakKeyDictionary[Crawler, SitemapTreeExtension] = weakref.WeakKeyDictionary()
 
@@ -116,8 +118,11 @@ class SitemapTreeExtension:
     def _item_scraped(self, item: Any) -> None:
         if isinstance(item, NodeReport):  # a spider of your own may still yield reports as items
             self.record_node(item)
-        else:
-            self.count_pages(item)
+            return
+        if isinstance(item, PageBatch) and len(item.pages) > 1:
+            # Scrapy counted the batch as one item; item_scraped_count counts the rows it holds
+            self.stats.inc_value(ITEM_SCRAPED_COUNT_STAT, len(item.pages) - 1)
+        self.count_pages(item)
 
     def record_node(self, node: NodeReport, site: str | None = None) -> None:
         """Place one node report in its site's tree (the ``sitemap_node`` signal handler)."""
