@@ -154,9 +154,10 @@ class SettingsReader:
 
     @property
     def pages_as_items(self) -> bool:
-        """Whether each page must be an item of its own, because a Scrapy setting counts
-        items and means pages: a feed split every N items (FEED_EXPORT_BATCH_ITEM_COUNT,
-        a feed's ``batch_item_count``), or CLOSESPIDER_ITEMCOUNT."""
+        """Whether each page must be an item of its own, because a Scrapy setting counts or
+        filters items and means pages: a feed split every N items (FEED_EXPORT_BATCH_ITEM_COUNT,
+        a feed's ``batch_item_count``), CLOSESPIDER_ITEMCOUNT, a feed's ``item_classes`` or
+        ``item_filter``."""
         settings = self._settings
         if int(settings.get("FEED_EXPORT_BATCH_ITEM_COUNT") or 0) > 0:
             return True
@@ -164,7 +165,8 @@ class SettingsReader:
             return True
         feeds = settings.getdict("FEEDS") if hasattr(settings, "getdict") else {}
         return any(
-            int(options.get("batch_item_count") or 0) > 0 for options in (options or {} for options in feeds.values())
+            int(options.get("batch_item_count") or 0) > 0 or options.get("item_classes") or options.get("item_filter")
+            for options in (options or {} for options in feeds.values())
         )
 
     @property

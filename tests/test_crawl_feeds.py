@@ -375,3 +375,24 @@ def test_closespider_itemcount_counts_pages(fixture_site: SiteFactory, crawl: Cr
     assert result.stats["finish_reason"] == "closespider_itemcount"
     assert 10 <= len(result.pages) < 100
     assert result.stats["item_scraped_count"] == len(result.pages)
+
+
+def test_feed_item_classes_and_item_filter_see_pages(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # a feed's filter saw page batches: both feeds came out empty
+    site = feed_site(fixture_site)
+    feeds = {
+        str(tmp_path / "classes.jsonl"): {"format": "jsonlines", "item_classes": ["sitemap_crawl.items.SitemapPage"]},
+        str(tmp_path / "news.jsonl"): {"format": "jsonlines", "item_filter": "tests.support.pipelines.NewsOnly"},
+    }
+
+    crawl(
+        {"homepage": site.base, "use_known_paths": False},
+        settings={**SETTINGS, "FEEDS": feeds},
+        output_format=None,
+    ).assert_ok()
+
+    expected = expected_pages(site.base)
+    assert read_feed(tmp_path / "classes.jsonl") == expected
+    assert read_feed(tmp_path / "news.jsonl") == [page for page in expected if page["news"] is not None]

@@ -83,11 +83,13 @@ FEED = "pages.jsonl"
         {"FEED_EXPORT_BATCH_ITEM_COUNT": 100},
         {"FEEDS": {FEED: {"format": "jsonlines", "batch_item_count": 100}}},
         {"CLOSESPIDER_ITEMCOUNT": 10},
+        {"FEEDS": {FEED: {"format": "jsonlines", "item_classes": ["sitemap_crawl.items.SitemapPage"]}}},
+        {"FEEDS": {FEED: {"format": "jsonlines", "item_filter": "myproject.filters.NewsOnly"}}},
     ],
-    ids=["feed split", "one feed split", "closespider itemcount"],
+    ids=["feed split", "one feed split", "closespider itemcount", "item classes", "item filter"],
 )
-def test_settings_that_count_items_make_each_page_an_item(settings: dict[str, Any]) -> None:
-    # Scrapy counts items: with pages in batches, it counted batches
+def test_settings_that_count_or_filter_items_make_each_page_an_item(settings: dict[str, Any]) -> None:
+    # Scrapy counts and filters items: with pages in batches, it counted and filtered batches
     reader = SettingsReader(Settings({"SITEMAP_CRAWL_BATCH_SIZE": 250, **settings}))
 
     assert reader.pages_as_items
@@ -95,7 +97,7 @@ def test_settings_that_count_items_make_each_page_an_item(settings: dict[str, An
 
 
 def test_pages_travel_in_batches_otherwise() -> None:
-    settings = {"CLOSESPIDER_ITEMCOUNT": 0, "FEEDS": {FEED: {"format": "jsonlines"}}}
+    settings = {"CLOSESPIDER_ITEMCOUNT": 0, "FEEDS": {FEED: {"format": "jsonlines", "item_classes": []}}}
     reader = SettingsReader(Settings({"SITEMAP_CRAWL_BATCH_SIZE": 250, **settings}))
 
     assert not reader.pages_as_items

@@ -1,4 +1,5 @@
-"""Item pipelines that tests put into a real crawl (by import path in ITEM_PIPELINES)."""
+"""Item pipelines and feed item filters that tests put into a real crawl (by import path in
+ITEM_PIPELINES, or as a feed's ``item_filter``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 
 from sitemap_crawl.items import PageBatch
@@ -36,3 +38,13 @@ class SlowBatchPipeline:
         await asyncio.sleep(0.005)
         self.in_process[item.sitemap_url] -= 1
         return item
+
+
+class NewsOnly:
+    """A feed's ``item_filter``: only the items that have news."""
+
+    def __init__(self, feed_options: dict[str, Any]) -> None:
+        self.feed_options = feed_options
+
+    def accepts(self, item: Any) -> bool:
+        return ItemAdapter(item).get("news") is not None
