@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import marshal
 import operator
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from xml.sax.xmlreader import AttributesImpl
 
 from scrapy.exporters import (
@@ -35,6 +36,9 @@ try:
     import orjson
 except ImportError:  # pragma: no cover - a dependency; the standard encoder is the fallback
     orjson = None  # type: ignore[assignment]
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _NO_ATTRIBUTES = AttributesImpl({})
 PAGE_FIELDS = PAGE_CODEC.fields
@@ -92,31 +96,31 @@ class _PageRows:
             self._every_column = every
         return every
 
+    def _page_bytes(self) -> Callable[[SitemapPage], bytes]:
+        """A page as the JSON bytes of its row (orjson's, or Scrapy's encoder's)."""
+        dumps = _fast_dumps(self)
+        if dumps is not None:
+            return dumps
+        encode = self.encoder.encode  # type: ignore[attr-defined]
+        encoding = self.encoding or "utf-8"  # type: ignore[attr-defined]
+        page_dict = self._page_dict
+        return lambda page: encode(page_dict(page)).encode(encoding)
+
 
 class JsonLinesPageExporter(_PageRows, JsonLinesItemExporter):
     """JSON lines: one object per page."""
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
-        dumps = _fast_dumps(self)
-        if dumps is not None:
-            data = b"\n".join([dumps(page) for page in pages])
-            if data:
-                self.file.write(data + b"\n")
-            return
-        encode = self.encoder.encode
-        lines = [encode(self._page_dict(page)) for page in pages]
-        if lines:
-            self.file.write(("\n".join(lines) + "\n").encode(self.encoding or "utf-8"))
+        data = b"\n".join(exported_rows(pages, self._page_bytes()))
+        if data:
+            self.file.write(data + b"\n")
 
 
 class JsonPageExporter(_PageRows, JsonItemExporter):
     """JSON: an array with one object per page."""
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
-        encoding = self.encoding or "utf-8"
-        dumps = _fast_dumps(self)
-        for page in pages:
-            data = dumps(page) if dumps is not None else self.encoder.encode(self._page_dict(page)).encode(encoding)
+        for data in exported_rows(pages, self._page_bytes()):
             self._add_comma_after_first()
             self.file.write(data)
 
@@ -125,8 +129,8 @@ class XmlPageExporter(_PageRows, XmlItemExporter):
     """XML: one ``<item>`` per page; nested fields become nested elements, null an empty element."""
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
-        for page in pages:
-            self._export_page(self._page_dict(page))
+        for _ in exported_rows(pages, lambda page: self._export_page(self._page_dict(page))):
+            pass
 
     def _export_page(self, values: dict[str, Any]) -> None:
         self._beautify_indent(depth=1)
@@ -160,23 +164,36 @@ class CsvPageExporter(_PageRows, CsvItemExporter):
             if self.include_headers_line:
                 self.csv_writer.writerow([output for _name, output in columns])
         names = [name for name, _output in columns]
-        self.csv_writer.writerows(_csv_row(page_to_dict(page), names) for page in pages)
+        writerow = self.csv_writer.writerow
+        for _ in exported_rows(pages, lambda page: writerow(_csv_row(page_to_dict(page), names))):
+            pass
 
 
 class PicklePageExporter(_PageRows, PickleItemExporter):
     """Pickle: one pickled dict per page (nested fields as plain dicts and lists)."""
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
-        for page in pages:
-            pickle.dump(self._page_dict(page), self.file, self.protocol)
+        for _ in exported_rows(pages, lambda page: pickle.dump(self._page_dict(page), self.file, self.protocol)):
+            pass
 
 
 class MarshalPageExporter(_PageRows, MarshalItemExporter):
     """Marshal: one marshalled dict per page (nested fields as plain dicts and lists)."""
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
-        for page in pages:
-            marshal.dump(self._page_dict(page), self.file)
+        for _ in exported_rows(pages, lambda page: marshal.dump(self._page_dict(page), self.file)):
+            pass
+
+
+def exported_rows(pages: Iterable[SitemapPage], export: Callable[[SitemapPage], T]) -> Iterator[T]:
+    """``export(page)`` of each page; a page that fails is logged (an ERROR with its
+    traceback) and skipped, and the others go on, as Scrapy's feed exporter goes on after
+    an item it could not export (a URL the feed's encoding cannot write, say)."""
+    for page in pages:
+        try:
+            yield export(page)
+        except Exception:
+            logger.exception("Error exporting page %s to the feed", page.url)
 
 
 def _fast_dumps(exporter: _PageRows) -> Callable[[SitemapPage], bytes] | None:
