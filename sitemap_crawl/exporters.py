@@ -77,17 +77,19 @@ class _PageRows:
             if not wanted:
                 columns = [(name, name) for name in PAGE_FIELDS]
             elif isinstance(wanted, Mapping):
-                columns = [(name, str(output)) for name, output in wanted.items() if name in PAGE_FIELDS]
+                columns = [(name, str(output)) for name, output in wanted.items()]
             else:
-                columns = [(name, name) for name in wanted if name in PAGE_FIELDS]
+                columns = [(name, name) for name in wanted]
             self._columns = columns
         return columns
 
     def _page_dict(self, page: SitemapPage) -> dict[str, Any]:
+        """The page's fields to export; a field asked for that the page lacks is left out
+        (as Scrapy's exporters leave out a field the item does not have)."""
         values = page_to_dict(page)
         if self._all_columns():
             return values
-        return {output: values.get(name) for name, output in self._page_columns()}
+        return {output: values[name] for name, output in self._page_columns() if name in values}
 
     def _all_columns(self) -> bool:
         every = getattr(self, "_every_column", None)

@@ -1,5 +1,5 @@
 """The page-aware exporters (sitemap_crawl/exporters.py) against Scrapy's own: a page batch
-is exported page by page."""
+is exported page by page, and FEED_EXPORT_FIELDS keeps Scrapy's meaning in every format."""
 
 from __future__ import annotations
 
@@ -7,14 +7,18 @@ import csv
 import io
 import json
 import logging
+import pickle
 from typing import Any
 
 import pytest
+from scrapy.exporters import CsvItemExporter
 
 from sitemap_crawl.exporters import (
     CsvPageExporter,
     JsonLinesPageExporter,
     JsonPageExporter,
+    PicklePageExporter,
+    XmlPageExporter,
 )
 from sitemap_crawl.items import PageBatch, SitemapPage
 
@@ -57,3 +61,28 @@ def test_a_page_the_encoding_cannot_write_loses_its_row_only(
     assert [record.getMessage() for record in caplog.records] == [
         "Error exporting page http://a.test/caf\u00e9 to the feed"
     ]
+
+
+def test_csv_writes_a_named_field_the_page_lacks_as_an_empty_column() -> None:
+    fields = ["url", "source", "priority"]
+    rows = list(csv.reader(io.StringIO(export(CsvPageExporter, batch("a"), fields_to_export=fields).decode())))
+    plain = export(CsvItemExporter, {"url": "http://a.test/a", "priority": 0.5}, fields_to_export=fields)
+
+    assert rows == [fields, ["http://a.test/a", "", "0.5"]]
+    assert list(csv.reader(io.StringIO(plain.decode()))) == rows
+
+
+@pytest.mark.parametrize("exporter_class", [JsonLinesPageExporter, JsonPageExporter])
+def test_json_leaves_out_a_named_field_the_page_lacks(exporter_class: type) -> None:
+    data = export(exporter_class, batch("a"), fields_to_export=["url", "source", "change", "priority"])
+
+    assert data.decode().replace(" ", "").count('"url":"http://a.test/a","priority":0.5}') == 1
+
+
+def test_xml_and_pickle_leave_out_a_named_field_the_page_lacks() -> None:
+    fields = {"url": "address", "source": "origin"}
+
+    assert b"<origin" not in export(XmlPageExporter, batch("a"), fields_to_export=fields)
+    assert pickle.loads(export(PicklePageExporter, batch("a"), fields_to_export=fields)) == {
+        "address": "http://a.test/a"
+    }
