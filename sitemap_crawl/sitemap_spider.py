@@ -39,6 +39,7 @@ from sitemap_crawl.arguments import (
     parse_list,
     parse_sitemap_urls,
 )
+from sitemap_crawl.item_adapter import register_page_adapter
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.loader import DEFAULT_SCHEDULER_PATH, PAGE_META_KEY, SCHEDULER_PATH, SitemapRequestLoader
 from sitemap_crawl.settings_reader import SettingError, SettingsReader
@@ -135,6 +136,7 @@ class SitemapSpider(Spider):
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
         add_unreachable_host_middleware(settings, "spider")
+        register_page_adapter()  # meta["sitemap_page"], yielded as an item, has the feeds' fields
         # Page requests are persisted by the loader: keep them out of JOBDIR's disk queue
         # (a project with its own scheduler keeps it).
         if settings.get("SCHEDULER") in (DEFAULT_SCHEDULER_PATH, Scheduler):

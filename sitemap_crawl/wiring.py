@@ -1,10 +1,12 @@
-"""Adding sitemap_crawl's extensions, downloader middleware and feed exporters to a crawler's settings."""
+"""Adding sitemap_crawl's extensions, downloader middleware and feed exporters to a crawler's
+settings (and its page adapter to itemadapter)."""
 
 from __future__ import annotations
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from sitemap_crawl.exporters import EXPORTERS
+from sitemap_crawl.item_adapter import register_page_adapter
 
 TREE_EXTENSION = "sitemap_crawl.extensions.tree.SitemapTreeExtension"
 TREE_EXTENSION_ORDER = 100
@@ -20,8 +22,9 @@ def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "
 
     Nothing the project already configured is replaced: an extension already
     listed keeps its order, a feed format the project mapped to its own
-    exporter keeps it.
+    exporter keeps it. Page items get their itemadapter adapter (:mod:`sitemap_crawl.item_adapter`).
     """
+    register_page_adapter()
     from sitemap_crawl.extensions.tree import SitemapTreeExtension
 
     settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapTreeExtension, TREE_EXTENSION_ORDER)
