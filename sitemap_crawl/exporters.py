@@ -113,7 +113,12 @@ class JsonLinesPageExporter(_PageRows, JsonLinesItemExporter):
     """JSON lines: one object per page."""
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
-        data = b"\n".join(exported_rows(pages, self._page_bytes()))
+        page_bytes = self._page_bytes()
+        batch = list(pages)
+        try:  # the whole batch at once: the crawl's hot path
+            data = b"\n".join([page_bytes(page) for page in batch])
+        except Exception:  # a page that cannot be written: again page by page, each failure logged
+            data = b"\n".join(exported_rows(batch, page_bytes))
         if data:
             self.file.write(data + b"\n")
 
