@@ -4,6 +4,7 @@ crawl helpers)."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 
@@ -19,3 +20,13 @@ def child_process_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(filter(None, [*folders, env.get("PYTHONPATH", "")])))
     return env
+
+
+def ignore_terminal_interrupt() -> None:
+    """In a child the crawl process manages (a parse worker, the audit process): ignore SIGINT.
+
+    A terminal's Ctrl-C goes to every process of its group: the crawl process then stops
+    gracefully and ends its children itself (it closes their input once they have answered
+    all it sent), where a KeyboardInterrupt would kill them mid-answer (a traceback, the
+    audit's report never written)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

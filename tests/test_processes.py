@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,3 +25,25 @@ def test_a_child_imports_a_module_only_on_the_parents_sys_path(tmp_path: Path, m
     assert (child.returncode, child.stdout) == (0, "42\n"), child.stderr
     without = subprocess.run(command, cwd=elsewhere, capture_output=True, text=True)
     assert "No module named 'egg_only_module'" in without.stderr  # what the helpers did before
+
+
+@pytest.mark.parametrize("module", ["sitemap_crawl.parsing.worker", "sitemap_crawl.audit.process"])
+def test_a_child_lives_through_a_terminal_ctrl_c_and_ends_when_its_input_does(module: str) -> None:
+    # Ctrl-C reaches the whole process group: the crawl process ends its children itself
+    child = subprocess.Popen(
+        [sys.executable, "-m", module],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=child_process_env(),
+    )
+    try:
+        time.sleep(1.0)  # (past its imports: the handler is set first thing in main())
+        child.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        assert child.poll() is None, child.stderr.read() if child.stderr else ""
+        _out, err = child.communicate(b"", timeout=10)  # its input ends: it ends
+    finally:
+        child.kill()
+    assert child.returncode == 0
+    assert b"KeyboardInterrupt" not in err

@@ -26,6 +26,7 @@ from sitemap_crawl.memory import CHILD_MMAP_THRESHOLD, trim, tune_malloc
 from sitemap_crawl.parsing.stream import FileBody
 from sitemap_crawl.parsing.worker import SPOOL_MIN_SIZE, receive_body
 from sitemap_crawl.parsing.worker_protocol import read_frame, write_frame
+from sitemap_crawl.processes import ignore_terminal_interrupt
 
 AUDIT_MODULE = "sitemap_crawl.audit.process"
 """The module the crawl process runs (``python -m``)."""
@@ -80,6 +81,7 @@ def serve(source: BinaryIO, sink: BinaryIO) -> None:
 
 def main(argv: list[Any] | None = None) -> None:
     """The process's entry point: stdin and stdout are the pipes to the crawl process."""
+    ignore_terminal_interrupt()
     gc.freeze()
     gc.set_threshold(50_000, 50, 1_000)  # few cycles here; many short-lived objects
     tune_malloc(CHILD_MMAP_THRESHOLD)  # blocks of 1 MiB and more in their own mappings (sitemap_crawl.memory)

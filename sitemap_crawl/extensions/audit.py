@@ -178,6 +178,14 @@ class SitemapAuditExtension:
             await asyncio.to_thread(self._reader.join)
         total = sum(self.counts.values())
         summary = ", ".join(f"{rule} {count}" for rule, count in self.counts.most_common())
+        if self._broken:  # the process ended early: what it wrote is all there is, and no report
+            logger.error(
+                "Sitemap audit incomplete: %d finding(s) counted%s%s",
+                total,
+                f", those written are in {self.path}" if self.path else "",
+                f"; {self.report_path} was not written" if self.report_path else "",
+            )
+            return
         where = " and ".join(path for path in (self.path, self.report_path) if path)
         logger.info("Sitemap audit: %d finding(s) in %s%s", total, where, f": {summary}" if summary else "")
 

@@ -35,6 +35,7 @@ from sitemap_crawl.parsing.worker_protocol import (
     read_frame,
     write_frame,
 )
+from sitemap_crawl.processes import ignore_terminal_interrupt
 
 
 def run_job(job: tuple[Any, ...], output: BinaryIO) -> None:
@@ -118,6 +119,7 @@ def widen_pipe(fd: int) -> None:
 
 def main() -> None:
     """Serve jobs until stdin closes."""
+    ignore_terminal_interrupt()
     import gc
 
     gc.freeze()
