@@ -577,3 +577,13 @@ def test_a_page_listed_again_counts_once_in_the_lastmod_months() -> None:
     # another sitemap listing it is another occurrence (as in the feed and the tree)
     list(audit.audit_sitemap(urlset(again), "https://example.com/dir/other.xml"))
     assert audit.months == {"2024-06": 2, "2024-07": 1}
+
+
+def test_a_local_sitemap_is_on_no_host() -> None:
+    # -a sitemap_urls=file://...: a copy of a site's sitemaps, read from disk
+    local = urlset(url("https://example.com/dir/a"), url("file:///data/part.xml"), url("part.xml"))
+    found = [(f.rule, f.url) for f in SiteAudit(None, now=NOW).audit_sitemap(local, "file:///data/sitemap.xml")]
+    assert found == [("relative-url", "part.xml")]
+    remote = urlset(url("file:///data/part.xml"))
+    found = [(f.rule, f.detail) for f in SiteAudit(None, now=NOW).audit_sitemap(remote, SITEMAP)]
+    assert found == [("other-host", "a local file, the sitemap is on example.com")]

@@ -201,24 +201,33 @@ def test_sitemap_urls_with_a_homepage_names_the_website_node(fixture_site: SiteF
 def test_sitemap_urls_accept_file_urls(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
     site = fixture_site({"/remote.xml": urlset("{base}/remote-page")})
     local = tmp_path / "local sitemaps"
-    local.mkdir()
-    secret = local / "secret.xml"
+    (local / "part").mkdir(parents=True)
+    secret = tmp_path / "secret.xml"
     secret.write_text(urlset("http://secret.invalid/"), encoding="utf-8")
-    # only start URLs may be file URLs: a file URL declared inside a sitemap is never read
-    (local / "index.xml").write_text(sitemapindex(site.url("/remote.xml"), secret.as_uri()), encoding="utf-8")
+    (local / "part" / "child.xml").write_text(urlset(site.url("/local-page")), encoding="utf-8")
+    # a local index may name files of its own folder (relative or file: URLs), no other file
+    children = (site.url("/remote.xml"), "part/child.xml", secret.as_uri(), "../secret.xml")
+    (local / "index.xml").write_text(sitemapindex(*children), encoding="utf-8")
     (local / "pages.xml.gz").write_bytes(gzip_bytes(urlset(site.url("/p1"), site.url("/p2"))))
     index_url = (local / "index.xml").as_uri()
     pages_url = (local / "pages.xml.gz").as_uri()
+    child_url = (local / "part" / "child.xml").as_uri()
 
     result = crawl({"sitemap_urls": f"{index_url},{pages_url}"}, settings=ONE_AT_A_TIME).assert_ok()
 
     assert result.tree is not None
     assert result.tree["kind"] == "website"
     assert result.tree["sub_sitemaps"] == [
-        node(index_url, "xml_index", node(site.url("/remote.xml"), "xml_urlset", pages=1)),
+        node(
+            index_url,
+            "xml_index",
+            node(site.url("/remote.xml"), "xml_urlset", pages=1),
+            node(child_url, "xml_urlset", pages=1),
+        ),
         node(pages_url, "xml_urlset", pages=2),
     ], result.tree_text()
     assert sorted((page["url"], page["sitemap_url"]) for page in result.pages) == [
+        (site.url("/local-page"), child_url),
         (site.url("/p1"), pages_url),
         (site.url("/p2"), pages_url),
         (site.url("/remote-page"), site.url("/remote.xml")),

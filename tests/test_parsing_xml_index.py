@@ -74,6 +74,27 @@ def test_relative_child_locs_are_resolved_against_the_index_url() -> None:
     ]
 
 
+def test_a_local_index_names_the_files_of_its_own_folder_only() -> None:
+    body = index(
+        "<sitemap><loc>part/a.xml</loc></sitemap>"
+        "<sitemap><loc>file:///data/sitemaps/b.xml.gz</loc></sitemap>"
+        "<sitemap><loc>https://www.example.org/c.xml</loc></sitemap>"
+        "<sitemap><loc>file:///etc/passwd</loc></sitemap>"
+        "<sitemap><loc>../secret.xml</loc></sitemap>"
+        "<sitemap><loc>part/..%2F..%2Fsecret.xml</loc></sitemap>"
+    )
+    assert [ref.url for ref in refs(body, "file:///data/sitemaps/index.xml")] == [
+        "file:///data/sitemaps/part/a.xml",
+        "file:///data/sitemaps/b.xml.gz",
+        "https://www.example.org/c.xml",
+    ]
+
+
+def test_a_remote_index_never_names_a_local_file() -> None:
+    body = index("<sitemap><loc>file:///etc/sitemap.xml</loc></sitemap><sitemap><loc>/a.xml</loc></sitemap>")
+    assert [ref.url for ref in refs(body)] == ["https://www.example.org/a.xml"]
+
+
 def test_cdata_loc_and_blank_lines() -> None:
     body = index(
         "\n\n<sitemap>\n\n<loc>https://www.example.org/a.xml</loc>\n\n<lastmod>2004-10-01</lastmod>\n\n</sitemap>\n\n"

@@ -305,6 +305,8 @@ class SiteAudit:
     def _other_host(self, loc: str, names: tuple[str, ...], detail: str) -> str | None:
         """The detail of an ``other-host`` finding, or None when the host cross-submits the
         sitemap (under one of its ``names``: its URL, and the one asked for if it redirected)."""
+        if loc[:5].lower() == "file:":
+            return detail  # no host: no robots.txt to vouch for it
         host = url_host(loc)
         robots_url = urljoin(loc, "/robots.txt")
         if any(self.declarations.declares(host, name) for name in names):

@@ -54,7 +54,7 @@ class SitemapPlace:
     declares it: such a sitemap may live anywhere on the host and list any of its pages).
     """
 
-    __slots__ = ("directory", "host", "names", "origin", "scheme", "url")
+    __slots__ = ("directory", "host", "local", "names", "origin", "scheme", "url")
 
     def __init__(self, sitemap_url: str, requested_url: str | None = None) -> None:
         parts = urlsplit(sitemap_url)
@@ -67,6 +67,9 @@ class SitemapPlace:
         self.directory = parts.path[: parts.path.rfind("/") + 1] or "/"
         self.origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
         """``scheme://netloc`` as the sitemap writes them: a page URL that starts so is on its host."""
+        self.local = self.scheme not in ("http", "https")
+        """A sitemap read from a file (``-a sitemap_urls=file://...``): served from no host, so the
+        rules that compare a page's host and folder with the sitemap's do not apply."""
 
     def declared_on_host(self) -> None:
         """The sitemap's host's robots.txt declares it: any page of the host may be listed."""
@@ -91,7 +94,8 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
     except ValueError as exc:  # an unbalanced [ or ] in the host (or a netloc NFKC would change)
         yield rules.UNESCAPED_URL, f"not a URL: {exc}"
         return
-    if not parts.scheme or not parts.netloc:
+    scheme = parts.scheme.lower()
+    if not scheme or (not parts.netloc and scheme != "file"):
         yield rules.RELATIVE_URL, f"<loc>{url[:200]}</loc> has no scheme and host"
         return
     if parts.fragment or url.endswith("#"):
@@ -99,8 +103,12 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
     bad = _MUST_ESCAPE.search(url)
     if bad:
         yield rules.UNESCAPED_URL, f"{bad.group()!r} at position {bad.start()}"
+    if place.local:
+        return
+    if scheme == "file":
+        yield rules.OTHER_HOST, f"a local file, the sitemap is on {place.host}"
+        return
     host = host_of(parts)
-    scheme = parts.scheme.lower()
     if host != place.host:
         if host in cross_hosts:
             return

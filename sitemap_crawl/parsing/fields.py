@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from datetime import UTC, date, datetime
 from functools import lru_cache
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 CHANGE_FREQUENCIES = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 DEFAULT_PRIORITY = 0.5
@@ -163,6 +164,27 @@ def resolve_url(text: str | None, base_url: str) -> str | None:
         value = scheme.lower() + ":" + rest
     url = _quote_unprintable(value) if _has_unprintable(value) else value
     return url if usable_url(url) else None
+
+
+def local_child_url(text: str | None, index_url: str) -> str | None:
+    """A child sitemap a local index (a ``file:`` URL) names as a local file: a ``file:`` URL
+    (relative ones resolved against the index) at or below the index's own folder, or None.
+
+    Only a local index may name local files, and only its folder's: an index downloaded
+    from a site cannot make the crawl read other files of the machine.
+    """
+    if text is None or not index_url.startswith("file:"):
+        return None
+    try:
+        url = urljoin(index_url, text.strip())
+        path = urlsplit(url).path
+    except ValueError:
+        return None
+    if not url.startswith("file:") or not path:
+        return None
+    folder = posixpath.dirname(posixpath.normpath(unquote(urlsplit(index_url).path)))
+    file_path = posixpath.normpath(unquote(path))
+    return url if file_path.startswith(folder.rstrip("/") + "/") else None
 
 
 def without_fragment(url: str) -> str:

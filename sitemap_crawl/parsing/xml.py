@@ -23,6 +23,7 @@ from sitemap_crawl.items import Alternate, Image, NewsStory, SitemapPage, Sitema
 from sitemap_crawl.kinds import ErrorReason, NodeKind, with_detail
 from sitemap_crawl.parsing.fields import (
     clean_text,
+    local_child_url,
     normalize_change_frequency,
     normalize_date,
     normalize_priority,
@@ -771,7 +772,7 @@ def read_sitemap_entry(element: Element, sitemap_url: str) -> SitemapRef | None:
     """A sitemapindex ``<sitemap>`` as a sub-sitemap reference."""
     texts = _texts(element)
     loc = texts["loc"] if "loc" in texts else _bare_text(element)
-    url = resolve_url(loc, sitemap_url)
+    url = resolve_url(loc, sitemap_url) or local_child_url(loc, sitemap_url)
     if url is None:
         return None
     return SitemapRef(url=without_fragment(url), last_modified=normalize_date(texts.get("lastmod")))
