@@ -217,3 +217,24 @@ def test_the_warning_of_a_file_without_homepages_is_said_once_and_only_then(craw
     assert empty.assert_ok().log_count("lists no usable homepage") == 1
     assert trees.read_text("utf-8") == "[]\n"  # no tree file was written
     assert "Sites: 0 mapped" in empty.log
+
+
+def test_a_run_a_closespider_limit_stops_stops_its_crawl_processes_without_an_error(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # the main process ends its helpers itself (SIGTERM): that is no helper dying
+    routes: dict[str, RouteLike] = {}
+    for n in range(4):
+        name = f"s{n}.test"
+        routes[f"//{name}/robots.txt"] = robots(*(f"{host(name)}/map{m}.xml" for m in range(3)))
+        for m in range(3):
+            routes[f"//{name}/map{m}.xml"] = Route(urlset(*(f"{host(name)}/p{m}-{i}" for i in range(50))), delay=0.5)
+    site = fixture_site(routes)
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text("".join(f"http://s{n}.test:{site.port}/\n" for n in range(4)), encoding="utf-8")
+    settings = {**SETTINGS, "SITEMAP_CRAWL_PROCESSES": 2, "CLOSESPIDER_PAGECOUNT": 3}
+
+    result = crawl({"homepages_file": str(homepages)}, settings=settings).assert_ok()
+
+    assert "closespider_pagecount" in result.log
+    assert "ERROR" not in result.log, result.log[-3000:]

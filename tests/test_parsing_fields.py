@@ -57,6 +57,8 @@ SITEMAP_URL = "https://www.example.org/maps/sitemap.xml"
         # invalid: None
         ("2024-13-01", None),
         ("2024-13", None),
+        ("0000-01", None),  # no year 0, as 0000-01-01 is no date
+        ("0000", None),
         ("2024-00", None),
         ("2024-12", "2024-12"),
         ("2024-01", "2024-01"),
@@ -181,6 +183,9 @@ def test_resolve_url(raw: str | None, expected: str | None) -> None:
         "\x7f",
         "\ufffe",  # a noncharacter
         "\u200b",  # zero width space (a format character)
+        "\t",  # tab and newlines: removed, as w3lib (and a browser) removes them
+        "\n",
+        "\r\n",
     ],
 )
 def test_unprintable_characters_inside_a_url_are_its_utf8_bytes_percent_encoded(character: str) -> None:

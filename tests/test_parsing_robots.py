@@ -153,8 +153,11 @@ def test_a_scheme_less_value_is_a_host_only_when_it_looks_like_one(value: str, u
         ("http://127.0.0.1:18273/robots.txt", "127.0.0.1/a.xml", "http://127.0.0.1/a.xml"),
         ("https://[::1]:8443/robots.txt", "[::1]:8443/a.xml", "https://[::1]:8443/a.xml"),
         ("http://localhost:8000/robots.txt", "LOCALHOST:8000/a.xml", "http://LOCALHOST:8000/a.xml"),
-        # another address is still a path, as before
-        ("http://127.0.0.1:18273/robots.txt", "10.0.0.1/a.xml", "http://127.0.0.1:18273/10.0.0.1/a.xml"),
+        # another address, or a name with a port, is a host too (a path never starts so)
+        ("http://127.0.0.1:18273/robots.txt", "10.0.0.1/a.xml", "http://10.0.0.1/a.xml"),
+        ("http://127.0.0.1:18273/robots.txt", "127.0.0.2:18273/a.xml", "http://127.0.0.2:18273/a.xml"),
+        ("http://127.0.0.1:18273/robots.txt", "localhost:18273/j.xml", "http://localhost:18273/j.xml"),
+        ("https://www.example.org/robots.txt", "[2001:db8::1]/a.xml", "https://[2001:db8::1]/a.xml"),
     ],
 )
 def test_a_scheme_less_value_naming_robots_txts_own_host_is_that_host(robots_url: str, value: str, url: str) -> None:

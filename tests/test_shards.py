@@ -13,7 +13,7 @@ from sitemap_crawl.parsing.worker_protocol import HEADER_SIZE, decode_frame, enc
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import page_batch
 from sitemap_crawl.shards.protocol import PAGES
-from sitemap_crawl.shards.runner import helper_settings
+from sitemap_crawl.shards.runner import helper_settings, is_asked_for_end
 from sitemap_crawl.shards.settings_copy import NotPlain, copy_settings, plain
 
 
@@ -82,3 +82,18 @@ def test_a_run_that_writes_one_file_from_every_site_is_one_process(name: str | N
     if name is not None:
         settings.set(name, "out.file")
     assert SettingsReader(settings).crawl_processes == (1 if name else 3)
+
+
+@pytest.mark.parametrize(
+    ("reason", "asked_for"),
+    [
+        ("finished", True),
+        ("shutdown", True),  # the main process stopped it (SIGTERM)
+        ("closespider_pagecount", True),
+        ("closespider_itemcount", True),
+        ("cancelled", False),
+        (None, False),  # it never started
+    ],
+)
+def test_a_helper_exits_1_only_for_an_end_the_run_did_not_ask_for(reason: object, asked_for: bool) -> None:
+    assert is_asked_for_end(reason) is asked_for

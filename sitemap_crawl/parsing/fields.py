@@ -45,6 +45,8 @@ def normalize_date(text: str | None) -> str | None:
         return canonical
     if value[0].isdigit():
         if _REDUCED_PRECISION_DATE.fullmatch(value):
+            if value[:4] == "0000":
+                return None  # no year 0 (as date() has none)
             return value if len(value) == 4 or "01" <= value[5:] <= "12" else None
         if len(value) == 8 and value.isdigit():  # ISO 8601 basic date: still a date
             try:
@@ -145,10 +147,11 @@ def parse_yes_no(text: str | None) -> bool | None:
 def resolve_url(text: str | None, base_url: str) -> str | None:
     """An absolute http(s) URL from a loc/href value, resolved against ``base_url``.
 
-    Whitespace and control characters around the value are dropped; inside it a space or
-    a character that is not printable (whitespace, a control or format character, a
-    noncharacter such as U+FFFE) is percent-encoded as its UTF-8 bytes, as w3lib's
-    ``safe_url_string`` does; a capitalised scheme is lowered.
+    Whitespace and control characters around the value are dropped; inside it tabs and
+    newlines are removed, and a space or a character that is not printable (other
+    whitespace, a control or format character, a noncharacter such as U+FFFE) is
+    percent-encoded as its UTF-8 bytes, as w3lib's ``safe_url_string`` does; a capitalised
+    scheme is lowered.
     Values that do not resolve to http or https (``javascript:``, ``mailto:``,
     empty) give None.
     """
@@ -240,8 +243,14 @@ def _has_unprintable(value: str) -> bool:
     return " " in value or not value.isprintable()
 
 
+_TAB_AND_NEWLINES = dict.fromkeys(map(ord, "\t\r\n"))
+"""Removed from inside a URL, as w3lib's ``safe_url_string`` (and a browser's URL parser) removes them."""
+
+
 def _quote_unprintable(value: str) -> str:
-    """``value`` with each space or unprintable character percent-encoded as its UTF-8 bytes."""
+    """``value`` without tabs and newlines, each space or other unprintable character
+    percent-encoded as its UTF-8 bytes."""
+    value = value.translate(_TAB_AND_NEWLINES)
     return "".join(
         character
         if character.isprintable() and character != " "

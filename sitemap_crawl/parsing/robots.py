@@ -13,6 +13,10 @@ _DIRECTIVE = re.compile(r"^[\s\ufeff]*(?:ï»¿)?[\s\ufeff]*site-?maps?\s*:(.*)$
 _VALUE_JUNK = " \t\xa0\u200b\ufeffÂ"
 _HOST_LIKE = re.compile(r"^((?:[\w-]+\.)+([a-z]{2,}))(?::\d+)?/", re.IGNORECASE)
 """A value that may start with a host: its name (group 1) and last label (group 2)."""
+_ADDRESS_OR_PORT = re.compile(
+    r"\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?|\[[0-9a-f:.]+\](?::\d{1,5})?|[\w.-]+:\d{1,5}", re.I
+)
+"""A first segment that can only be a host: an IP address (a port or not), or a name and a port."""
 _FILE_EXTENSIONS = frozenset({"xml", "gz", "txt", "php", "html", "htm", "asp", "aspx", "jsp", "cgi", "rss"})
 _BARE_URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
@@ -193,12 +197,15 @@ def _absolute(value: str, robots_url: str) -> str | None:
 def _names_a_host(value: str, robots_url: str) -> bool:
     """Whether the first segment of a scheme-less value (``www.example.org/s.xml``,
     ``index.cfm/s.xml``) is a host rather than a relative path: it is robots.txt's own host
-    (also an IP address or a one-label name, any port: ``127.0.0.1:8080/s.xml``), starts
-    with ``www.``, is under robots.txt's site (the same last two labels), or has three labels
-    or more, the last not a file extension."""
+    (also an IP address or a one-label name, any port: ``127.0.0.1:8080/s.xml``), is an IP
+    address or has a port (``10.0.0.1/s.xml``, ``localhost:8000/s.xml``), starts with
+    ``www.``, is under robots.txt's site (the same last two labels), or has three labels or
+    more, the last not a file extension."""
     robots_host = urlsplit(robots_url).hostname or ""
     first_segment, slash, _ = value.partition("/")
     if slash and robots_host and _host_of(first_segment) == robots_host:
+        return True
+    if slash and _ADDRESS_OR_PORT.fullmatch(first_segment):
         return True
     host_like = _HOST_LIKE.match(value)
     if host_like is None:

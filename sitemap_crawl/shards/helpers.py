@@ -44,6 +44,8 @@ class HelperProcesses:
         self._queue: asyncio.Queue[tuple[Shard, Any]] = asyncio.Queue(QUEUE_SIZE)
         self._readers: list[asyncio.Task[None]] = []
         self._running = 0
+        self._stopping = False
+        """The main process is stopping the helpers (SIGTERM): one that ends so did not die."""
         self._progress: dict[Shard, tuple[int, int]] = {}
 
     @property
@@ -101,7 +103,9 @@ class HelperProcesses:
             shard, message = await self._queue.get()
             if isinstance(message, int):
                 self._running -= 1
-                if message != 0:
+                if message == -signal.SIGTERM and self._stopping:
+                    logger.info("Crawl process %s stopped with the run", shard)
+                elif message != 0:
                     logger.error(
                         "Crawl process %s ended with exit code %d: the sites it was mapping may be incomplete",
                         shard,
@@ -118,6 +122,7 @@ class HelperProcesses:
 
     async def stop(self) -> None:
         """Stop the helpers that still run (the main process is stopping)."""
+        self._stopping = True
         for process in self._processes.values():
             if process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):

@@ -54,7 +54,14 @@ def main() -> int:
     process.crawl(crawler, **spec["arguments"])
     process.start()
     reason = crawler.stats.get_value("finish_reason") if crawler.stats else None
-    return 0 if reason == "finished" else 1
+    return 0 if is_asked_for_end(reason) else 1
+
+
+def is_asked_for_end(reason: object) -> bool:
+    """Whether a helper's finish reason is an end the run asked for: its share done, a
+    CLOSESPIDER_* limit, or the main process stopping it (Scrapy's ``shutdown``); any other
+    (an error at its start, a crash) makes its exit code 1."""
+    return reason in ("finished", "shutdown") or (isinstance(reason, str) and reason.startswith("closespider_"))
 
 
 if __name__ == "__main__":
