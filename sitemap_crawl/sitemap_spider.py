@@ -41,7 +41,14 @@ from sitemap_crawl.arguments import (
 )
 from sitemap_crawl.item_adapter import register_page_adapter
 from sitemap_crawl.items import SitemapPage, SitemapRef
-from sitemap_crawl.loader import DEFAULT_SCHEDULER_PATH, PAGE_META_KEY, SCHEDULER_PATH, SitemapRequestLoader
+from sitemap_crawl.loader import (
+    DEFAULT_SCHEDULER_PATH,
+    PAGE_META_KEY,
+    SCHEDULER_PATH,
+    EntryTexts,
+    SitemapRequestLoader,
+)
+from sitemap_crawl.parsing.fields import normalize_change_frequency, normalize_date, normalize_priority
 from sitemap_crawl.settings_reader import SettingError, SettingsReader
 from sitemap_crawl.wiring import add_unreachable_host_middleware
 
@@ -58,7 +65,7 @@ install_traceback_filter()  # a bad -a argument is one error line, not a traceba
 
 
 class _Entry(dict[str, Any]):
-    """A Scrapy-style sitemap entry (loc, lastmod, changefreq, priority, alternate)
+    """A Scrapy-style sitemap entry (loc, lastmod, changefreq, priority, alternate...)
     that remembers the page item or sub-sitemap it was made from."""
 
     __slots__ = ("source",)
@@ -68,24 +75,39 @@ class _Entry(dict[str, Any]):
         self.source = source
 
 
-def page_entry(page: SitemapPage) -> _Entry:
-    """The dict Scrapy's SitemapSpider would give sitemap_filter() for a page."""
+def page_entry(page: SitemapPage, texts: EntryTexts = None) -> _Entry:
+    """The dict Scrapy's SitemapSpider would give sitemap_filter() for a page: as Scrapy's
+    ``Sitemap`` reads a ``<url>``, a key for each element present, its text as written and
+    stripped ("" when empty); ``image``, ``video`` and ``news`` are "" (their children are
+    in the page item). ``loc`` and ``alternate`` hold absolute URLs. Without ``texts`` (an
+    RSS, Atom or text sitemap): ``loc`` and the page's ``lastmod``."""
     values: dict[str, Any] = {"loc": page.url}
-    if page.last_modified is not None:
-        values["lastmod"] = page.last_modified
-    if page.change_frequency is not None:
-        values["changefreq"] = page.change_frequency
-    values["priority"] = str(page.priority)
+    if texts is None:
+        if page.last_modified is not None:
+            values["lastmod"] = page.last_modified
+    else:
+        _mark, _url, priority, lastmod, changefreq, news, images, videos, _links = texts
+        if lastmod is not None:
+            values["lastmod"] = lastmod.strip()
+        if changefreq is not None:
+            values["changefreq"] = changefreq.strip()
+        if priority is not None:
+            values["priority"] = priority.strip()
+        for key, element in (("image", images), ("video", videos), ("news", news)):
+            if element is not None:
+                values[key] = ""
     if page.alternates:
         values["alternate"] = [alternate.href for alternate in page.alternates]
     return _Entry(page, values)
 
 
-def sitemap_entry(ref: SitemapRef) -> _Entry:
-    """The dict Scrapy's SitemapSpider would give sitemap_filter() for a sub-sitemap."""
+def sitemap_entry(ref: SitemapRef, texts: EntryTexts = None) -> _Entry:
+    """The dict Scrapy's SitemapSpider would give sitemap_filter() for a sub-sitemap:
+    ``loc`` and, when the element is there, ``lastmod`` as written (stripped)."""
     values: dict[str, Any] = {"loc": ref.url}
-    if ref.last_modified is not None:
-        values["lastmod"] = ref.last_modified
+    lastmod = ref.last_modified if texts is None else texts[2]
+    if lastmod is not None:
+        values["lastmod"] = lastmod.strip()
     return _Entry(ref, values)
 
 
@@ -179,6 +201,7 @@ class SitemapSpider(Spider):
 
     def make_sitemap_loader(self, crawler: Crawler) -> SitemapRequestLoader:
         """The loader behind this spider (override to change its options)."""
+        filtered = self._overrides_sitemap_filter()
         return SitemapRequestLoader.from_crawler(
             crawler,
             self.sitemap_urls,
@@ -189,8 +212,11 @@ class SitemapSpider(Spider):
             include=[pattern for pattern, _ in self._cbs],
             follow=self._follow,
             deny=self._deny or None,
-            page_filter=self._filter_pages,
-            sitemap_filter=self._filter_sitemaps,
+            # sitemap_filter() gets the entries' texts as written, as in Scrapy; without one,
+            # no dict is made
+            page_filter=None if filtered else self._filter_pages,
+            page_texts_filter=self._filter_page_entries if filtered else None,
+            sitemap_texts_filter=self._filter_sitemaps if filtered else None,
             every_link=True,  # Scrapy's entry["alternate"]: every xhtml:link href
         )
 
@@ -206,25 +232,43 @@ class SitemapSpider(Spider):
         ``alternate`` (for pages) or ``loc`` and ``lastmod`` (for sub-sitemaps)."""
         yield from entries
 
+    def _overrides_sitemap_filter(self) -> bool:
+        return type(self).sitemap_filter is not SitemapSpider.sitemap_filter
+
     # -- what the loader calls ---------------------------------------------------------
 
     def _filter_pages(self, pages: Iterator[SitemapPage], sitemap_url: str) -> Iterator[SitemapPage]:
+        """The pages to request, sitemap_filter() not overridden: no entry dicts."""
         host = _host_regex(getattr(self, "allowed_domains", None) or ())
-        for entry in self.sitemap_filter(page_entry(page) for page in pages):
+        for page in pages:
+            yield from self._requested(page, [alternate.href for alternate in page.alternates], host)
+
+    def _filter_page_entries(
+        self, pages: Iterator[tuple[SitemapPage, EntryTexts]], sitemap_url: str
+    ) -> Iterator[SitemapPage]:
+        """The pages to request: those of the entries sitemap_filter() keeps."""
+        host = _host_regex(getattr(self, "allowed_domains", None) or ())
+        for entry in self.sitemap_filter(page_entry(page, texts) for page, texts in pages):
             page = self._page_of(entry, sitemap_url)
-            if page is None:
+            if page is not None:
+                yield from self._requested(page, entry.get("alternate") or (), host)
+
+    def _requested(
+        self, page: SitemapPage, alternate: Iterable[str], host: re.Pattern[str] | None
+    ) -> Iterator[SitemapPage]:
+        """``page`` and, with sitemap_alternate_links, a page for each ``alternate`` URL, but
+        those allowed_domains leaves out."""
+        if any(link.hreflang is None for link in page.alternates):
+            # the page item keeps its hreflang alternates only, as in the feeds
+            page = dataclasses.replace(page, alternates=[a for a in page.alternates if a.hreflang is not None])
+        candidates = [page]
+        if self.sitemap_alternate_links:
+            candidates += [dataclasses.replace(page, url=href) for href in alternate]
+        for candidate in candidates:
+            if host is not None and not host.search(_hostname(candidate.url)):
+                logger.debug("Filtered offsite page %s", candidate.url)
                 continue
-            if any(alternate.hreflang is None for alternate in page.alternates):
-                # the page item keeps its hreflang alternates only, as in the feeds
-                page = dataclasses.replace(page, alternates=[a for a in page.alternates if a.hreflang is not None])
-            candidates = [page]
-            if self.sitemap_alternate_links:
-                candidates += [dataclasses.replace(page, url=href) for href in entry.get("alternate") or ()]
-            for candidate in candidates:
-                if host is not None and not host.search(_hostname(candidate.url)):
-                    logger.debug("Filtered offsite page %s", candidate.url)
-                    continue
-                yield candidate
+            yield candidate
 
     @staticmethod
     def _page_of(entry: Any, sitemap_url: str) -> SitemapPage | None:
@@ -233,15 +277,16 @@ class SitemapSpider(Spider):
         source = entry.source if isinstance(entry, _Entry) else None
         if isinstance(source, SitemapPage) and source.url == entry["loc"]:
             return source
-        return SitemapPage(
+        return SitemapPage(  # an entry the filter made or moved: its page item, normalised
             url=str(entry["loc"]),
             sitemap_url=sitemap_url,
-            last_modified=entry.get("lastmod"),
-            change_frequency=entry.get("changefreq"),
+            priority=normalize_priority(_text(entry.get("priority"))),
+            last_modified=normalize_date(_text(entry.get("lastmod"))),
+            change_frequency=normalize_change_frequency(_text(entry.get("changefreq"))),
         )
 
-    def _filter_sitemaps(self, refs: Iterator[SitemapRef], sitemap_url: str) -> Iterator[str]:
-        for entry in self.sitemap_filter(sitemap_entry(ref) for ref in refs):
+    def _filter_sitemaps(self, refs: Iterator[tuple[SitemapRef, EntryTexts]], sitemap_url: str) -> Iterator[str]:
+        for entry in self.sitemap_filter(sitemap_entry(ref, texts) for ref, texts in refs):
             if isinstance(entry, dict) and entry.get("loc"):
                 yield str(entry["loc"])
 
@@ -261,6 +306,10 @@ class SitemapSpider(Spider):
             meta={PAGE_META_KEY: page},
             dont_filter=not self.sitemap_filter_duplicates,
         )
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _hostname(url: str) -> str:

@@ -306,3 +306,24 @@ def test_pages_finished_in_the_crawl_process_match_inline_parsing() -> None:
     assert [image.loc for image in first.images] == ["https://www.example.org/img/0.png"]
     assert [(a.hreflang, a.href) for a in first.alternates] == [("en", "https://www.example.org/en/0")]
     assert first.videos[0].tags == ["x", "y"] and first.videos[0].duration == 61
+
+
+def test_index_entries_finished_in_the_crawl_process_match_inline_parsing() -> None:
+    # the worker sends index entries with their lastmod as written, as it sends urlset pages
+    rows = "".join(
+        f"<sitemap><loc> https://www.example.org/s/{i}.xml#top </loc><lastmod>2024-05-0{1 + i % 9}T10:00:00Z</lastmod>"
+        "</sitemap>\n"
+        for i in range(2000)
+    )
+    rows += "<sitemap><loc>https://www.example.org/bare.xml</loc><lastmod/></sitemap>\n"
+    body = f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{rows}</sitemapindex>\n'.encode()
+    url = "https://www.example.org/index.xml"
+
+    reader_type, kind, error, entries = _read_with_fresh_readers(body, url, chunk_size=250)
+    assert reader_type is WorkerReader and (kind, error) == ("xml_index", None)
+    assert entries == list(SitemapReader(body, url)) and len(entries) == 2001
+    assert (entries[0].url, entries[0].last_modified) == (
+        "https://www.example.org/s/0.xml",
+        "2024-05-01T10:00:00+00:00",
+    )
+    assert entries[-1].last_modified is None

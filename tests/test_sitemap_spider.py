@@ -206,6 +206,59 @@ def test_docs_sitemap_filter_by_lastmod_example(fixture_site: SiteFactory, tmp_p
     assert ours == theirs == [("parse", site.url("/new")), ("parse", site.url("/newer"))]
 
 
+def test_sitemap_filter_gets_the_texts_as_written_as_in_scrapy(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    # Scrapy's documented filter parses the site's own lastmod format: entries carry the
+    # texts as written (stripped), a key only for an element present ("" when empty)
+    site = with_pages(
+        fixture_site(
+            {
+                "/index.xml": sitemapindex(
+                    {"loc": "{base}/new.xml", "lastmod": "2024-05-01T10:00:00Z"},
+                    {"loc": "{base}/old.xml", "lastmod": "2001-05-01T10:00:00Z"},
+                ),
+                "/new.xml": urlset(
+                    {
+                        "loc": "{base}/new",
+                        "lastmod": " 2024-05-01T10:00:00Z ",
+                        "changefreq": "Daily",
+                        "priority": "high",
+                        "extra": "<image:image><image:loc>{base}/i.png</image:loc></image:image>",
+                    },
+                    {"loc": "{base}/old", "lastmod": "2001-05-01T10:00:00Z"},
+                    {"loc": "{base}/undated", "extra": "<priority></priority>"},
+                ),
+                "/old.xml": urlset("{base}/in-old-sitemap"),
+            }
+        ),
+        "/new",
+        "/old",
+        "/undated",
+        "/in-old-sitemap",
+    )
+    body = f"""
+    sitemap_urls = ["{site.url("/index.xml")}"]
+
+    def sitemap_filter(self, entries):
+        import json
+        for entry in entries:
+            self.logger.info("ENTRY %s", json.dumps(entry, sort_keys=True))
+            if "lastmod" not in entry or datetime.strptime(entry["lastmod"], "%Y-%m-%dT%H:%M:%SZ").year >= 2005:
+                yield entry
+    """
+    theirs = run_spider(tmp_path / "scrapy", spider_source("scrapy.spiders", body))
+    ours = run_spider(tmp_path / "ours", spider_source("sitemap_crawl", body))
+
+    def entries(result: CrawlResult) -> list[dict[str, Any]]:
+        return sorted(
+            (json.loads(line.split("ENTRY ", 1)[1]) for line in result.log_lines("INFO") if "ENTRY " in line), key=str
+        )
+
+    assert visits(ours) == visits(theirs) == [("parse", site.url("/new")), ("parse", site.url("/undated"))]
+    assert entries(ours) == entries(theirs)
+    assert {"loc": site.url("/undated"), "priority": ""} in entries(ours)
+    assert "Error while reading the sitemap" not in ours.log
+
+
 @pytest.mark.parametrize("alternate", [True, False])
 def test_docs_alternate_links_example(fixture_site: SiteFactory, tmp_path: Path, alternate: bool) -> None:
     link = '<xhtml:link rel="alternate" hreflang="de" href="{base}/de"/>'
@@ -614,35 +667,42 @@ def test_the_loader_in_a_plain_spider(fixture_site: SiteFactory, tmp_path: Path)
     assert site.hits("/archive.xml") == 0
 
 
-def test_sitemap_filter_entries_are_scrapy_style_dicts() -> None:
-    from sitemap_crawl.items import Alternate, SitemapPage, SitemapRef
+def test_sitemap_filter_entries_are_the_dicts_scrapy_reads() -> None:
+    from scrapy.utils.sitemap import Sitemap
+
+    from sitemap_crawl.items import SitemapPage, SitemapRef
+    from sitemap_crawl.parsing import SitemapReader
     from sitemap_crawl.sitemap_spider import page_entry, sitemap_entry
 
-    page = SitemapPage(
-        url="https://a.test/x",
-        sitemap_url="https://a.test/s.xml",
-        priority=0.8,
-        last_modified="2024-01-02",
-        change_frequency="daily",
-        alternates=[Alternate("de", "https://a.test/de/x")],
+    urlset_body = (
+        b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        b'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1" xmlns:xhtml="http://www.w3.org/1999/xhtml">'
+        b"<url><loc>https://a.test/x</loc><lastmod> 2024-05-01T10:00:00Z </lastmod><changefreq>Daily</changefreq>"
+        b"<priority>high</priority><image:image><image:loc>https://a.test/i.png</image:loc></image:image>"
+        b'<xhtml:link rel="alternate" hreflang="de" href="https://a.test/de/x"/>'
+        b'<xhtml:link rel="alternate" media="handheld" href="https://a.test/m/x"/></url>'
+        b"<url><loc>https://a.test/y</loc><lastmod/><priority></priority></url>"
+        b"<url><loc>https://a.test/z</loc></url></urlset>"
     )
-    entry = page_entry(page)
-    assert isinstance(entry, dict)
-    assert entry == {
-        "loc": "https://a.test/x",
-        "lastmod": "2024-01-02",
-        "changefreq": "daily",
-        "priority": "0.8",
-        "alternate": ["https://a.test/de/x"],
-    }
-    assert entry.source is page
-    bare = page_entry(SitemapPage(url="https://a.test/y", sitemap_url="https://a.test/s.xml"))
-    assert bare == {"loc": "https://a.test/y", "priority": "0.5"}
-    assert sitemap_entry(SitemapRef("https://a.test/s2.xml", "2024-03-04")) == {
-        "loc": "https://a.test/s2.xml",
-        "lastmod": "2024-03-04",
-    }
-    assert sitemap_entry(SitemapRef("https://a.test/s3.xml")) == {"loc": "https://a.test/s3.xml"}
+    reader = SitemapReader(urlset_body, "https://a.test/s.xml", every_link=True)
+    ours = [page_entry(page, texts) for page, texts in reader.iter_with_texts() if isinstance(page, SitemapPage)]
+    assert ours == list(Sitemap(urlset_body))
+    assert ours[0].source.last_modified == "2024-05-01T10:00:00+00:00"  # the page item stays normalised
+    assert ours[1] == {"loc": "https://a.test/y", "lastmod": "", "priority": ""}
+
+    index_body = (
+        b'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<sitemap><loc>https://a.test/s1.xml</loc><lastmod>2024-03-04T00:00:00Z</lastmod></sitemap>"
+        b"<sitemap><loc>https://a.test/s2.xml</loc></sitemap></sitemapindex>"
+    )
+    reader = SitemapReader(index_body, "https://a.test/index.xml")
+    refs = [sitemap_entry(ref, texts) for ref, texts in reader.iter_with_texts() if isinstance(ref, SitemapRef)]
+    assert refs == list(Sitemap(index_body))
+    assert refs[0].source.last_modified == "2024-03-04T00:00:00+00:00"
+
+    # an RSS, Atom or text sitemap has no such texts: loc and the page's lastmod
+    page = SitemapPage(url="https://a.test/r", sitemap_url="https://a.test/feed.rss", last_modified="2024-01-02")
+    assert page_entry(page) == {"loc": "https://a.test/r", "lastmod": "2024-01-02"}
 
 
 def test_page_requests_skip_the_disk_queue_unless_the_project_has_its_own_scheduler() -> None:

@@ -75,6 +75,13 @@ PageFilter = Callable[[Iterator[SitemapPage], str], Iterable[SitemapPage]]
 """``(pages of one sitemap, its URL) -> the pages to queue`` (may drop, change or add pages)."""
 SitemapFilter = Callable[[Iterator[SitemapRef], str], Iterable[SitemapRef | str]]
 """``(sub-sitemaps declared by one index, its URL) -> the sub-sitemaps to read``."""
+EntryTexts = tuple[Any, ...] | None
+"""The texts an entry was read from, as written: its ``SitemapReader.iter_raw`` tuple
+(urlset pages and index entries), None for RSS, Atom and text sitemaps."""
+PageTextsFilter = Callable[[Iterator[tuple[SitemapPage, EntryTexts]], str], Iterable[SitemapPage]]
+"""A :data:`PageFilter` that sees each page with its :data:`EntryTexts`."""
+SitemapTextsFilter = Callable[[Iterator[tuple[SitemapRef, EntryTexts]], str], Iterable[SitemapRef | str]]
+"""A :data:`SitemapFilter` that sees each sub-sitemap with its :data:`EntryTexts`."""
 
 
 @dataclass(slots=True)
@@ -104,7 +111,8 @@ class SitemapRequestLoader:
     ``exclude``; sub-sitemaps of an index must match one of ``follow`` (if given)
     and none of ``deny`` (robots.txt ``Sitemap:`` lines are always read).
     ``page_filter`` / ``sitemap_filter`` see each sitemap's entries first and may
-    drop, change or add some. Indexes nested deeper than ``max_depth`` levels below a
+    drop, change or add some; ``page_texts_filter`` / ``sitemap_texts_filter`` instead also
+    see the texts each entry was read from (:data:`EntryTexts`). Indexes nested deeper than ``max_depth`` levels below a
     start URL, robots.txt or known path are not read (an endless chain of indexes ends
     there). A sitemap URL is read once per crawl; a page URL is
     queued once per sitemap. With ``every_link``, pages' ``alternates`` hold every
@@ -128,6 +136,8 @@ class SitemapRequestLoader:
         deny: Iterable[PatternLike] | PatternLike | None = None,
         page_filter: PageFilter | None = None,
         sitemap_filter: SitemapFilter | None = None,
+        page_texts_filter: PageTextsFilter | None = None,
+        sitemap_texts_filter: SitemapTextsFilter | None = None,
         max_buffer_size: int = DEFAULT_QUEUE_SIZE,
         limits: Limits = DEFAULT_LIMITS,
         every_link: bool = False,
@@ -139,6 +149,10 @@ class SitemapRequestLoader:
     ) -> None:
         if max_buffer_size < 1:
             raise ValueError("max_buffer_size must be at least 1")
+        if page_filter is not None and page_texts_filter is not None:
+            raise ValueError("give page_filter or page_texts_filter, not both")
+        if sitemap_filter is not None and sitemap_texts_filter is not None:
+            raise ValueError("give sitemap_filter or sitemap_texts_filter, not both")
         from sitemap_crawl.default_settings import DEFAULT_KNOWN_PATHS
 
         self._fetch = fetch
@@ -160,6 +174,8 @@ class SitemapRequestLoader:
         self._rules = FollowRules(follow=_compile(follow), deny=_compile(deny), max_depth=max_depth)
         self._page_filter = page_filter
         self._sitemap_filter = sitemap_filter
+        self._page_texts_filter = page_texts_filter
+        self._sitemap_texts_filter = sitemap_texts_filter
         self.max_buffer_size = max_buffer_size
         self._low_water = max_buffer_size // 2
         self.limits = limits
@@ -593,11 +609,16 @@ class SitemapRequestLoader:
             logger.info("Sitemap %s read: %d pages queued (%s)", url, found, self.progress())
 
     def _read_index(self, visit: Visit, final_url: str, reader: SitemapReader) -> None:
-        refs = (entry for entry in reader if isinstance(entry, SitemapRef))
         lineage = visit.ancestors | {visit.url, final_url}
-        chosen: Iterable[SitemapRef | str] = (
-            self._sitemap_filter(refs, visit.url) if self._sitemap_filter and reader.kind != ROBOTS_TXT else refs
-        )
+        refs = (entry for entry in reader if isinstance(entry, SitemapRef))
+        chosen: Iterable[SitemapRef | str] = refs
+        if reader.kind == ROBOTS_TXT:
+            pass  # robots.txt's Sitemap: lines are not filtered
+        elif self._sitemap_texts_filter is not None:
+            with_texts = ((entry, texts) for entry, texts in reader.iter_with_texts() if isinstance(entry, SitemapRef))
+            chosen = self._sitemap_texts_filter(with_texts, visit.url)
+        elif self._sitemap_filter is not None:
+            chosen = self._sitemap_filter(refs, visit.url)
         for index, chosen_ref in enumerate(chosen):
             child = chosen_ref if isinstance(chosen_ref, str) else chosen_ref.url
             if self._discovery.follows(child, reader.kind):
@@ -607,15 +628,28 @@ class SitemapRequestLoader:
         """Queue the pages of a sitemap; ``website``: the homepage of the site being mapped
         (None for start sitemap URLs without a homepage)."""
 
+        def place(page: SitemapPage) -> None:
+            if final_url != url:
+                page.sitemap_url = url
+            page.website = website
+
         def pages() -> Iterator[SitemapPage]:
             for entry in reader:
                 if isinstance(entry, SitemapPage):
-                    if final_url != url:
-                        entry.sitemap_url = url
-                    entry.website = website
+                    place(entry)
                     yield entry
 
-        chosen = self._page_filter(pages(), url) if self._page_filter else pages()
+        def pages_with_texts() -> Iterator[tuple[SitemapPage, EntryTexts]]:
+            for entry, texts in reader.iter_with_texts():
+                if isinstance(entry, SitemapPage):
+                    place(entry)
+                    yield entry, texts
+
+        chosen: Iterable[SitemapPage]
+        if self._page_texts_filter is not None:
+            chosen = self._page_texts_filter(pages_with_texts(), url)
+        else:
+            chosen = self._page_filter(pages(), url) if self._page_filter else pages()
         queued = 0
         since_yield = 0
         for page in chosen:

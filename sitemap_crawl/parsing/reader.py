@@ -20,6 +20,7 @@ from sitemap_crawl.parsing.xml import (
     _is_resource_limit,
     _recover,
     find_root_name,
+    finish_entry,
     iter_entries,
 )
 
@@ -138,10 +139,23 @@ class SitemapReader:
         return self._entries(raw=False)
 
     def iter_raw(self) -> Iterator[Any]:
-        """Like iterating, but urlset pages come as :func:`~sitemap_crawl.parsing.xml.extract_url`
-        tuples, their fields not yet normalised (:func:`~sitemap_crawl.parsing.xml.finish_page`
-        does that): the parse worker leaves that part to the crawl process."""
+        """Like iterating, but urlset pages and index entries come as
+        :func:`~sitemap_crawl.parsing.xml.extract_url` / ``extract_sitemap_entry`` tuples, their
+        fields not yet normalised (:func:`~sitemap_crawl.parsing.xml.finish_entry` does that):
+        the parse worker leaves that part to the crawl process."""
         return self._entries(raw=True)
+
+    def iter_with_texts(self) -> Iterator[tuple[SitemapPage | SitemapRef, tuple[Any, ...] | None]]:
+        """Like iterating, each entry paired with the texts it was read from: its
+        :meth:`iter_raw` tuple for urlset pages and index entries, None for the other kinds
+        (RSS, Atom, text, robots.txt). Costs what iterating costs."""
+        every_link = self.every_link
+        url = self.url
+        for entry in self._entries(raw=True):
+            if type(entry) is tuple:
+                yield finish_entry(entry, url, every_link), entry
+            else:
+                yield entry, None
 
     def _entries(self, raw: bool) -> Iterator[Any]:
         if self.kind == INVALID:

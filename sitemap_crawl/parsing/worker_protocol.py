@@ -26,7 +26,7 @@ from sitemap_crawl.codec import (
     ref_to_tuple,
 )
 from sitemap_crawl.items import SitemapPage, SitemapRef
-from sitemap_crawl.parsing.xml import RAW_PAGE, finish_page
+from sitemap_crawl.parsing.xml import RAW_PAGE, RAW_REF, finish_page, finish_ref
 
 WORKER_MODULE = "sitemap_crawl.parsing.worker"
 """The module the crawl process runs (``python -m``) as a parsing worker."""
@@ -46,6 +46,8 @@ HEADER_SIZE = _LENGTH.size
 EntryTuple = tuple[Any, ...]
 RAW_PAGE_SIZE = 9
 """Length of an :func:`~sitemap_crawl.parsing.xml.extract_url` tuple (RAW_PAGE and eight texts)."""
+RAW_REF_SIZE = 3
+"""Length of an :func:`~sitemap_crawl.parsing.xml.extract_sitemap_entry` tuple (RAW_REF, URL, lastmod)."""
 JobHeader = tuple[Any, ...]
 """``(job_id, body_length, url, is_robots, limits, batch_size)``."""
 
@@ -101,7 +103,8 @@ def entry_to_tuple(entry: SitemapPage | SitemapRef) -> EntryTuple:
 
 def entry_from_tuple(values: EntryTuple, sitemap_url: str) -> SitemapPage | SitemapRef:
     """The inverse of :func:`entry_to_tuple`; an :func:`~sitemap_crawl.parsing.xml.extract_url`
-    tuple (a urlset page whose fields the worker left as written) is finished here."""
+    or :func:`~sitemap_crawl.parsing.xml.extract_sitemap_entry` tuple (a urlset page or an
+    index entry whose fields the worker left as written) is finished here."""
     return entries_from_tuples([values], sitemap_url)[0]
 
 
@@ -115,6 +118,8 @@ def entries_from_tuples(batch: list[EntryTuple], sitemap_url: str) -> list[Sitem
             append(ref_from_tuple(values))
         elif size == RAW_PAGE_SIZE and values[0] == RAW_PAGE:
             append(finish_page(values, sitemap_url))
+        elif size == RAW_REF_SIZE and values[0] == RAW_REF:
+            append(finish_ref(values))
         else:
             append(page_from_tuple(values, sitemap_url))
     return entries

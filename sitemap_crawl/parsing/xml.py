@@ -52,7 +52,7 @@ class Dialect:
     extract_entry: Callable[[Element, str], Any] | None = None
     """Reads an entry without normalising its fields (see :func:`extract_url`), or None
     when the dialect has no such split; used by the parse worker, which leaves the
-    normalising to the crawl process."""
+    normalising to the crawl process, and by ``SitemapReader.iter_with_texts``."""
 
     def reader(self, raw: bool) -> Callable[[Element, str], Any]:
         return self.extract_entry if raw and self.extract_entry is not None else self.read_entry
@@ -604,8 +604,9 @@ def extract_url(element: Element, sitemap_url: str) -> tuple[Any, ...] | None:
     """A urlset ``<url>`` as the raw texts of its fields (only the page URL resolved), or None.
 
     ``(RAW_PAGE, url, priority, lastmod, changefreq, news, images, videos, alternates)``:
-    the texts as written, nested ones as tuples (lists of them for images, videos and
-    alternates, or None). :func:`finish_page` makes the page; ``read_url`` does both.
+    the texts as written ("" for an empty element, None for an absent one), nested ones as
+    tuples (lists of them for images, videos and alternates, or None). :func:`finish_page`
+    makes the page; ``read_url`` does both.
     """
     loc = lastmod = changefreq = priority = news = None
     images: list[Any] | None = None
@@ -620,11 +621,11 @@ def extract_url(element: Element, sitemap_url: str) -> tuple[Any, ...] | None:
         if code == _LOC:
             loc = child.text
         elif code == _LASTMOD:
-            lastmod = child.text
+            lastmod = child.text or ""  # an empty element is "" (absent: None), as Scrapy tells them
         elif code == _CHANGEFREQ:
-            changefreq = child.text
+            changefreq = child.text or ""
         elif code == _PRIORITY:
-            priority = child.text
+            priority = child.text or ""
         elif code == _IMAGE:
             if images is None:
                 images = []
@@ -768,14 +769,37 @@ def _any_link(attributes: tuple[str | None, ...], sitemap_url: str) -> Alternate
     return None if url is None else Alternate(clean_text(hreflang), url)
 
 
-def read_sitemap_entry(element: Element, sitemap_url: str) -> SitemapRef | None:
-    """A sitemapindex ``<sitemap>`` as a sub-sitemap reference."""
+RAW_REF = "raw-ref"
+"""First item of an :func:`extract_sitemap_entry` tuple."""
+
+
+def extract_sitemap_entry(element: Element, sitemap_url: str) -> tuple[str, str, str | None] | None:
+    """A sitemapindex ``<sitemap>`` as ``(RAW_REF, url, lastmod)``, its lastmod the text as
+    written ("" for an empty element, None for an absent one), or None without a usable
+    location. :func:`finish_ref` makes the reference; ``read_sitemap_entry`` does both."""
     texts = _texts(element)
     loc = texts["loc"] if "loc" in texts else _bare_text(element)
     url = resolve_url(loc, sitemap_url) or local_child_url(loc, sitemap_url)
     if url is None:
         return None
-    return SitemapRef(url=without_fragment(url), last_modified=normalize_date(texts.get("lastmod")))
+    lastmod = (texts["lastmod"] or "") if "lastmod" in texts else None
+    return (RAW_REF, without_fragment(url), lastmod)
+
+
+def finish_ref(raw: tuple[Any, ...]) -> SitemapRef:
+    """The sub-sitemap reference of an :func:`extract_sitemap_entry` tuple (lastmod normalised)."""
+    return SitemapRef(url=raw[1], last_modified=normalize_date(raw[2]))
+
+
+def read_sitemap_entry(element: Element, sitemap_url: str) -> SitemapRef | None:
+    """A sitemapindex ``<sitemap>`` as a sub-sitemap reference."""
+    raw = extract_sitemap_entry(element, sitemap_url)
+    return None if raw is None else finish_ref(raw)
+
+
+def finish_entry(raw: tuple[Any, ...], sitemap_url: str, every_link: bool = False) -> SitemapPage | SitemapRef:
+    """The page or reference of an :func:`extract_url` or :func:`extract_sitemap_entry` tuple."""
+    return finish_ref(raw) if raw[0] == RAW_REF else finish_page(raw, sitemap_url, every_link)
 
 
 _ATOM_PREFIXES = ("{http://www.w3.org/2005/Atom}", "{http://purl.org/atom/ns#}")
@@ -841,7 +865,7 @@ def read_atom_entry(element: Element, sitemap_url: str) -> SitemapPage | None:
 
 DIALECTS: dict[str, Dialect] = {
     "urlset": Dialect(NodeKind.XML_URLSET, "{*}url", read_url, extract_url),
-    "sitemapindex": Dialect(NodeKind.XML_INDEX, "{*}sitemap", read_sitemap_entry),
+    "sitemapindex": Dialect(NodeKind.XML_INDEX, "{*}sitemap", read_sitemap_entry, extract_sitemap_entry),
     "rss": Dialect(NodeKind.RSS, "{*}item", read_rss_item),
     "feed": Dialect(NodeKind.ATOM, "{*}entry", read_atom_entry),
 }
@@ -849,6 +873,6 @@ DIALECTS: dict[str, Dialect] = {
 
 EVERY_LINK_DIALECTS: dict[str, Dialect] = {
     **DIALECTS,
-    "urlset": Dialect(NodeKind.XML_URLSET, "{*}url", read_url_every_link),
+    "urlset": Dialect(NodeKind.XML_URLSET, "{*}url", read_url_every_link, extract_url),
 }
 """The dialects for a reader whose pages keep every ``xhtml:link`` (the drop-in SitemapSpider)."""
