@@ -64,6 +64,9 @@ TOKEN_META_KEY = "sitemap_crawl_loader"
 """Request meta key holding the loader's handle of a page request (internal)."""
 SITEMAP_META_KEY = "sitemap_crawl_loader_sitemap"
 """Request meta key marking the loader's own sitemap downloads."""
+DUPES_ONLY_META_KEY = "sitemap_crawl_dont_filter_dupes_only"
+"""Request meta key: the page request's ``dont_filter`` is there to skip the duplicate filter
+only; allowed_domains still applies to it and to its redirects (internal)."""
 AUDIT_ENCODING_META_KEY = "sitemap_crawl_audit_encoding"
 """Request meta key: the Content-Encoding a sitemap was sent with, noted by the audit before
 Scrapy's HttpCompressionMiddleware decodes the body and removes the header (internal)."""

@@ -43,6 +43,7 @@ from sitemap_crawl.item_adapter import register_page_adapter
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.loader import (
     DEFAULT_SCHEDULER_PATH,
+    DUPES_ONLY_META_KEY,
     PAGE_META_KEY,
     SCHEDULER_PATH,
     EntryTexts,
@@ -300,11 +301,11 @@ class SitemapSpider(Spider):
         callback = self._callback_for(page.url)
         if callback is None:
             return None  # no rule for it (rules changed since the run that queued it)
+        if self.sitemap_filter_duplicates:
+            return Request(page.url, callback=callback, meta={PAGE_META_KEY: page})
+        # dont_filter skips the duplicate filter only: allowed_domains still applies to redirects
         return Request(
-            page.url,
-            callback=callback,
-            meta={PAGE_META_KEY: page},
-            dont_filter=not self.sitemap_filter_duplicates,
+            page.url, callback=callback, meta={PAGE_META_KEY: page, DUPES_ONLY_META_KEY: True}, dont_filter=True
         )
 
 

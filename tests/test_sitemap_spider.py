@@ -326,6 +326,44 @@ def test_index_gzip_and_sitemap_filter_on_index_entries(fixture_site: SiteFactor
     assert ours == theirs == [("parse", site.url("/a1")), ("parse", site.url("/a2"))]
 
 
+@pytest.mark.parametrize("filter_duplicates", [False, True])
+def test_allowed_domains_for_sitemaps_and_page_redirects_as_scrapy(
+    fixture_site: SiteFactory, tmp_path: Path, filter_duplicates: bool
+) -> None:
+    # Scrapy's spider never fetches an off-site sitemap and drops a page's off-site redirect
+    # (its OffsiteMiddleware); the dropped page counts as handled at once, not written off
+    site = with_pages(
+        fixture_site(
+            {
+                "/index.xml": sitemapindex("http://other.test:{port}/offsite.xml", "{base}/sm.xml"),
+                "//other.test/offsite.xml": urlset("{base}/from-offsite-sitemap"),
+                "/sm.xml": urlset("{base}/ok", "{base}/moves", "http://other.test:{port}/listed-offsite"),
+                "/moves": Route(redirect_to="http://other.test:{port}/landed"),
+                "//other.test/landed": Route(HTML, content_type="text/html"),
+            }
+        ),
+        "/ok",
+        "/from-offsite-sitemap",
+    )
+    body = f"""
+    allowed_domains = ["127.0.0.1"]
+    sitemap_urls = ["{site.url("/index.xml")}"]
+    sitemap_filter_duplicates = {filter_duplicates}
+    """
+    settings = {"TWISTED_DNS_RESOLVER": "tests.support.dns.LoopbackResolver", "LOG_LEVEL": "DEBUG"}
+    theirs = run_spider(tmp_path / "scrapy", spider_source("scrapy.spiders", body), settings=settings)
+    fetched_by_scrapy = sorted(request.path for request in site.requests)
+    site.reset()
+    ours = run_spider(tmp_path / "ours", spider_source("sitemap_crawl", body), settings=settings)
+    assert visits(ours) == visits(theirs) == [("parse", site.url("/ok"))]
+    assert sorted(request.path for request in site.requests) == fetched_by_scrapy
+    assert not [r for r in site.requests if (r.header("Host") or "").startswith("other.test")]
+    assert "Filtered offsite request to 'other.test'" in ours.log
+    assert not [line for line in ours.log_lines("WARNING") if "offsite" in line.lower()]
+    assert "ended without a callback" not in ours.log
+    assert ours.stats["sitemap_crawl/loader/pages_handled"] == ours.stats["sitemap_crawl/loader/pages_queued"] == 2
+
+
 def test_duplicate_filtering_parity_is_available(fixture_site: SiteFactory, tmp_path: Path) -> None:
     site = with_pages(
         fixture_site(

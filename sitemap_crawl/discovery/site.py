@@ -216,6 +216,9 @@ class SiteDiscovery:
             self.report(visit, NodeKind.ROBOTS_TXT, reason)
         elif visit.role == ROBOTS:
             logger.info("robots.txt %s unavailable (%s); left out of the tree", visit.url, reason)
+        elif reason == ErrorReason.OFFSITE:  # allowed_domains leaves it out: Scrapy says so at DEBUG
+            logger.debug("Sitemap %s not fetched: off-site", visit.url)
+            self.report(visit, NodeKind.INVALID, reason)
         else:
             logger.warning("Sitemap %s unusable: %s", visit.url, reason)
             self.report(visit, NodeKind.INVALID, reason)

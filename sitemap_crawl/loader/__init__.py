@@ -32,7 +32,7 @@ from sitemap_crawl.loader.scrapy_fetcher import (
 )
 from sitemap_crawl.loader.state import STATE_FIELDS, LoaderState, replay_journal
 from sitemap_crawl.loader.store import DEFAULT_STATE_NAME, StateStore, read_saved_state
-from sitemap_crawl.names import PAGE_META_KEY, SITEMAP_META_KEY, TOKEN_META_KEY
+from sitemap_crawl.names import DUPES_ONLY_META_KEY, PAGE_META_KEY, SITEMAP_META_KEY, TOKEN_META_KEY
 
 __all__ = [
     "DEFAULT_LOG_INTERVAL",
@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_SAVE_INTERVAL",
     "DEFAULT_SCHEDULER_PATH",
     "DEFAULT_STATE_NAME",
+    "DUPES_ONLY_META_KEY",
     "PAGE_META_KEY",
     "SCHEDULER_PATH",
     "SITEMAP_META_KEY",

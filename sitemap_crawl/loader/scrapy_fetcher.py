@@ -40,8 +40,8 @@ class SitemapLoaderScheduler(Scheduler):
 
 class ScrapySitemapFetcher:
     """Downloads a sitemap with ``engine.download_async``: through the downloader middlewares
-    (retry, redirect, decompression, robots.txt...), never through the scheduler, the
-    duplicate filter or JOBDIR's request queue."""
+    (retry, redirect, decompression, robots.txt, allowed_domains...), never through the
+    scheduler, the duplicate filter or JOBDIR's request queue."""
 
     def __init__(self, crawler: Crawler, max_size: int) -> None:
         self.crawler = crawler
@@ -66,8 +66,7 @@ class ScrapySitemapFetcher:
         assert engine is not None
         request = Request(
             url,
-            callback=NO_CALLBACK,
-            dont_filter=True,
+            callback=NO_CALLBACK,  # (no dont_filter: OffsiteMiddleware leaves out off-site sitemaps)
             meta={"download_maxsize": self.max_size, "download_warnsize": self.max_size, SITEMAP_META_KEY: True},
         )
         try:

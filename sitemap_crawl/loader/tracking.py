@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sitemap_crawl.feed_files import flush_feed_files
 from sitemap_crawl.items import SitemapPage
 from sitemap_crawl.names import (
+    DUPES_ONLY_META_KEY,
     LOADER_COMPLETED_STAT,
     LOADER_PAGES_HANDLED_STAT,
     LOADER_PAGES_PENDING_STAT,
@@ -165,6 +166,7 @@ class ScrapyBinding:
         self._awaiting_schedule: int | None = None
         self._schedule_seen = False
         self._quiet_since: tuple[float, frozenset[int]] | None = None
+        self._offsite: Any = None  # Scrapy's OffsiteMiddleware, once looked up (False: not enabled)
         self._last_timer_sweep = time.monotonic()
         self.written_off = 0
         connect = crawler.signals.connect
@@ -189,8 +191,9 @@ class ScrapyBinding:
         meta[TOKEN_META_KEY] = token
         request.callback = self._wrap(request.callback, _TrackedCallback)
         request.errback = self._wrap(request.errback, _TrackedErrback)
-        if entry.restored:
+        if entry.restored and not request.dont_filter:
             request.dont_filter = True
+            meta[DUPES_ONLY_META_KEY] = True
         self._awaiting_schedule = token
         self._schedule_seen = False
         return request, token
@@ -271,8 +274,41 @@ class ScrapyBinding:
             self.finish(request.meta.get(TOKEN_META_KEY))
 
     def _request_scheduled(self, request: Request, **kwargs: Any) -> None:
-        if self._awaiting_schedule is not None and request.meta.get(TOKEN_META_KEY) == self._awaiting_schedule:
+        meta = request.meta
+        token = meta.get(TOKEN_META_KEY)
+        if token is None:
+            return
+        if token == self._awaiting_schedule:
             self._schedule_seen = True
+        if token in self._tokens and not meta.get("allow_offsite"):
+            self._check_offsite(request, token)
+
+    def _check_offsite(self, request: Request, token: int) -> None:
+        """A page request (or its redirect) that allowed_domains leaves out is handled now:
+        Scrapy's OffsiteMiddleware drops it at this signal, without a request_dropped one.
+        A ``dont_filter`` that is there to skip the duplicate filter only does not let it
+        through (Scrapy's spider has none): it is filtered here, as the middleware would."""
+        dupes_only = request.meta.get(DUPES_ONLY_META_KEY, False)
+        if request.dont_filter and not dupes_only:
+            return  # the spider's own dont_filter: Scrapy lets it through
+        offsite = self._offsite_middleware()
+        if offsite is None or offsite.should_follow(request, self.crawler.spider):
+            return
+        self.finish(token)
+        if request.dont_filter:
+            # its check, log line and stats; raises IgnoreRequest, which drops the request
+            offsite.process_request(request.replace(dont_filter=False))
+
+    def _offsite_middleware(self) -> Any:
+        """Scrapy's OffsiteMiddleware among the downloader middlewares, or None."""
+        if self._offsite is None:
+            from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
+
+            engine: Any = self.crawler.engine
+            middlewares = engine.downloader.middleware.middlewares if engine is not None else ()
+            found = [mw for mw in middlewares if isinstance(mw, OffsiteMiddleware)]
+            self._offsite = found[0] if found else False
+        return self._offsite or None
 
     def _engine_quiet(self) -> bool:
         """Nothing downloading, being scraped or scheduled (start() aside)."""
