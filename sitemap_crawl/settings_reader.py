@@ -285,6 +285,11 @@ class SettingsReader:
         return float(default_settings.LOADER_LOG_INTERVAL if value is None else value)
 
     @property
+    def depth_limit(self) -> int:
+        """Scrapy's DEPTH_LIMIT (0: none), which the loader applies to its page requests."""
+        return int(self._settings.get("DEPTH_LIMIT") or 0)
+
+    @property
     def loader_max_in_flight(self) -> int:
         """Page requests handed to Scrapy and not yet handled, at most (SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT,
         else twice CONCURRENT_REQUESTS, at least 16); at least 1."""

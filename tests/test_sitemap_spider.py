@@ -364,6 +364,55 @@ def test_allowed_domains_for_sitemaps_and_page_redirects_as_scrapy(
     assert ours.stats["sitemap_crawl/loader/pages_handled"] == ours.stats["sitemap_crawl/loader/pages_queued"] == 2
 
 
+@pytest.mark.parametrize("depth_limit", [0, 2])
+def test_page_requests_have_scrapys_referer_and_depth(
+    fixture_site: SiteFactory, tmp_path: Path, depth_limit: int
+) -> None:
+    # Scrapy's page request: Referer the sitemap, depth robots.txt (0) -> sitemap (1) -> page
+    # (2); DEPTH_LIMIT applies to pages and to the requests their callbacks yield
+    site = with_pages(
+        fixture_site(
+            {
+                "/robots.txt": robots("{base}/near.xml", "{base}/index.xml"),
+                "/near.xml": urlset("{base}/near"),
+                "/index.xml": sitemapindex("{base}/far.xml"),
+                "/far.xml": urlset("{base}/far"),
+            }
+        ),
+        "/near",
+        "/far",
+        "/more",
+    )
+    body = f"""
+    sitemap_urls = ["{site.url("/robots.txt")}"]
+    sitemap_rules = [("", "parse_page")]
+
+    def parse_page(self, response):
+        referer = (response.request.headers.get("Referer") or b"").decode()
+        yield {{"url": response.url, "referer": referer, "depth": response.meta.get("depth")}}
+        if not response.url.endswith("/more"):
+            yield response.follow("/more", self.parse_page, dont_filter=True)
+    """
+    settings = {"DEPTH_LIMIT": depth_limit}
+    theirs = run_spider(tmp_path / "scrapy", spider_source("scrapy.spiders", body), settings=settings)
+    fetched_by_scrapy = {request.path for request in site.requests}
+    site.reset()
+    ours = run_spider(tmp_path / "ours", spider_source("sitemap_crawl", body), settings=settings)
+    theirs.assert_ok()
+    ours.assert_ok()
+
+    def rows(result: CrawlResult) -> list[tuple[str, str, int]]:
+        return sorted((row["url"], row["referer"], row["depth"]) for row in result.pages)
+
+    near, far, more = site.url("/near"), site.url("/far"), site.url("/more")
+    expected = [(far, site.url("/far.xml"), 3), (more, far, 4), (more, near, 3), (near, site.url("/near.xml"), 2)]
+    if depth_limit:
+        expected = [(near, site.url("/near.xml"), 2)]
+    assert rows(ours) == rows(theirs) == expected
+    if depth_limit:  # far.xml's pages would be deeper than the limit: not read (Scrapy reads it)
+        assert "/far.xml" in fetched_by_scrapy and site.hits("/far.xml") == 0
+
+
 def test_duplicate_filtering_parity_is_available(fixture_site: SiteFactory, tmp_path: Path) -> None:
     site = with_pages(
         fixture_site(

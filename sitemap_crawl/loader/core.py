@@ -90,6 +90,10 @@ class QueuedPage:
 
     page: SitemapPage
     restored: bool = False
+    depth: int = 1
+    """Its request's depth as Scrapy counts it: its sitemap's nesting level + 1 (a start URL,
+    robots.txt or a known path is level 0, a sitemap robots.txt names level 1); 1 for a page
+    handed out again after a restart (levels count from 0 again then)."""
 
 
 def _compile(patterns: Iterable[PatternLike] | PatternLike | None) -> list[re.Pattern[str]] | None:
@@ -114,7 +118,9 @@ class SitemapRequestLoader:
     drop, change or add some; ``page_texts_filter`` / ``sitemap_texts_filter`` instead also
     see the texts each entry was read from (:data:`EntryTexts`). Indexes nested deeper than ``max_depth`` levels below a
     start URL, robots.txt or known path are not read (an endless chain of indexes ends
-    there). A sitemap URL is read once per crawl; a page URL is
+    there); with ``depth_limit`` (Scrapy's DEPTH_LIMIT), a sitemap whose pages would be
+    deeper than that (see :attr:`QueuedPage.depth`) is not read. A sitemap URL is read once
+    per crawl; a page URL is
     queued once per sitemap. With ``every_link``, pages' ``alternates`` hold every
     ``xhtml:link`` with an href, not only the hreflang alternates (Scrapy's meaning).
     """
@@ -142,6 +148,7 @@ class SitemapRequestLoader:
         limits: Limits = DEFAULT_LIMITS,
         every_link: bool = False,
         max_depth: int = DEFAULT_MAX_DEPTH,
+        depth_limit: int = 0,
         persist_dir: str | Path | None = None,
         state_name: str = DEFAULT_STATE_NAME,
         save_interval: float = DEFAULT_SAVE_INTERVAL,
@@ -181,6 +188,7 @@ class SitemapRequestLoader:
         self.limits = limits
         self.every_link = every_link
         self.max_depth = max_depth
+        self.depth_limit = depth_limit
         self.save_interval = save_interval
         self.log_interval = log_interval
         self._store = StateStore(persist_dir, state_name) if persist_dir else None
@@ -583,6 +591,10 @@ class SitemapRequestLoader:
 
     async def _read_sitemap(self, visit: Visit) -> None:
         url = visit.url
+        if self.depth_limit and visit.depth >= self.depth_limit:
+            # its pages (and its sub-sitemaps' pages) would be deeper than the limit
+            logger.debug("Sitemap %s not read: its pages would be deeper than %d", url, self.depth_limit)
+            return
         try:
             fetched = await self._fetch(url)
         except SitemapFetchError as exc:
@@ -601,7 +613,7 @@ class SitemapRequestLoader:
             self._read_index(visit, final_url, reader)
             found = 0
         else:
-            found = await self._read_pages(url, final_url, reader, visit.site or None)
+            found = await self._read_pages(url, final_url, reader, visit.site or None, visit.depth + 1)
         if reader.error:
             level = logging.DEBUG if visit.optional else logging.WARNING
             logger.log(level, "Sitemap %s: %s (%s)", url, reader.error, reader.detail)
@@ -624,9 +636,11 @@ class SitemapRequestLoader:
             if self._discovery.follows(child, reader.kind):
                 self._discovery.declare(visit, child, index, lineage)
 
-    async def _read_pages(self, url: str, final_url: str, reader: SitemapReader, website: str | None) -> int:
+    async def _read_pages(
+        self, url: str, final_url: str, reader: SitemapReader, website: str | None, depth: int
+    ) -> int:
         """Queue the pages of a sitemap; ``website``: the homepage of the site being mapped
-        (None for start sitemap URLs without a homepage)."""
+        (None for start sitemap URLs without a homepage); ``depth``: their requests' depth."""
 
         def place(page: SitemapPage) -> None:
             if final_url != url:
@@ -664,7 +678,7 @@ class SitemapRequestLoader:
                 self._room.clear()
                 await self._room.wait()
             self._current_processed[page.url] = None
-            self._queue.append(QueuedPage(page, self._current_restored))
+            self._queue.append(QueuedPage(page, self._current_restored, depth))
             self._total += 1
             queued += 1
             self._ready.set()

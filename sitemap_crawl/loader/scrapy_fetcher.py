@@ -95,6 +95,7 @@ def loader_from_crawler(
     config = SettingsReader(settings)
     kwargs.setdefault("limits", config.limits)
     kwargs.setdefault("max_depth", config.max_depth)
+    kwargs.setdefault("depth_limit", config.depth_limit)
     kwargs.setdefault("known_paths", config.known_paths)
     kwargs.setdefault("known_paths_mode", config.known_paths_mode)
     kwargs.setdefault("max_buffer_size", config.loader_queue_size)

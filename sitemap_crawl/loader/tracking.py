@@ -167,6 +167,7 @@ class ScrapyBinding:
         self._schedule_seen = False
         self._quiet_since: tuple[float, frozenset[int]] | None = None
         self._offsite: Any = None  # Scrapy's OffsiteMiddleware, once looked up (False: not enabled)
+        self._referrer_policy: Any = None  # RefererMiddleware's default policy (False: not enabled)
         self._last_timer_sweep = time.monotonic()
         self.written_off = 0
         connect = crawler.signals.connect
@@ -183,12 +184,21 @@ class ScrapyBinding:
 
     def instrument(self, request: Request, entry: QueuedPage) -> tuple[Request, int]:
         """Make ``request`` (freshly built for this page) report back: wrapped callback and
-        errback, the page item and the token in meta. Changed in place (no copy per page)."""
+        errback, the page item and the token in meta; and give it what Scrapy gives a link
+        found in a sitemap: its depth and the sitemap as Referer (unless the request has
+        them). Changed in place (no copy per page)."""
         token = next(self._counter)
-        self._tokens[token] = entry.page.url
+        page = entry.page
+        self._tokens[token] = page.url
         meta = request.meta
-        meta.setdefault(PAGE_META_KEY, entry.page)
+        meta.setdefault(PAGE_META_KEY, page)
         meta[TOKEN_META_KEY] = token
+        meta.setdefault("depth", entry.depth)
+        policy = self._referrer_policy if self._referrer_policy is not None else self._find_referrer_policy()
+        if policy and page.sitemap_url:
+            referrer = policy.referrer(page.sitemap_url, request.url)
+            if referrer is not None:
+                request.headers.setdefault("Referer", referrer)
         request.callback = self._wrap(request.callback, _TrackedCallback)
         request.errback = self._wrap(request.errback, _TrackedErrback)
         if entry.restored and not request.dont_filter:
@@ -298,6 +308,17 @@ class ScrapyBinding:
         if request.dont_filter:
             # its check, log line and stats; raises IgnoreRequest, which drops the request
             offsite.process_request(request.replace(dont_filter=False))
+
+    def _find_referrer_policy(self) -> Any:
+        """The default policy (REFERRER_POLICY) of Scrapy's RefererMiddleware, False when that
+        middleware is not enabled (REFERER_ENABLED)."""
+        from scrapy.spidermiddlewares.referer import RefererMiddleware
+
+        engine: Any = self.crawler.engine
+        middlewares = engine.scraper.spidermw.middlewares if engine is not None else ()
+        found = [mw for mw in middlewares if isinstance(mw, RefererMiddleware)]
+        self._referrer_policy = found[0].default_policy() if found else False
+        return self._referrer_policy
 
     def _offsite_middleware(self) -> Any:
         """Scrapy's OffsiteMiddleware among the downloader middlewares, or None."""
