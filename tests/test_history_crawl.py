@@ -175,6 +175,62 @@ def test_an_unchanged_index_still_checks_its_children(
     assert result.stats["sitemap_crawl/history/not_modified"] == 2  # the index and a.xml
 
 
+def test_an_unchanged_index_puts_its_children_through_this_runs_deny(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # the stored children were replayed as they were: b.xml, denied now, was fetched anyway
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site.reset()
+
+    denied = crawl(
+        {"homepage": site.base, "use_known_paths": False, "deny": r"b\.xml"},
+        settings={**FAST, "SITEMAP_CRAWL_HISTORY": str(history)},
+    ).assert_ok()
+
+    assert denied.pages == []
+    assert site.hits("/b.xml") == 0
+    assert site.url("/b.xml") not in dict(_nodes(denied))
+    assert denied.stats["sitemap_crawl/not_followed"] == 1
+
+
+def test_an_unchanged_index_gives_the_children_a_deny_run_left_out(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # only the followed children were stored: b.xml was never fetched again, its pages never exported
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    crawl(
+        {"homepage": site.base, "use_known_paths": False, "deny": r"b\.xml"},
+        settings={**FAST, "SITEMAP_CRAWL_HISTORY": str(history)},
+    ).assert_ok()
+
+    second = _run(crawl, site, history)
+
+    assert _changes(second.pages, site.base) == [("/b1", "added"), ("/b2", "added")]
+    assert dict(_nodes(second))[site.url("/index.xml")]["change"] == "unchanged"
+    assert site.url("/b.xml") in dict(_nodes(second))
+
+
+def test_an_unchanged_index_gives_the_children_a_since_run_skipped(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = _site(fixture_site)
+    site["/index.xml"] = Route(
+        sitemapindex("{base}/a.xml", {"loc": "{base}/b.xml", "lastmod": "2020-01-01"}), etag='"i1"'
+    )
+    history = tmp_path / "history.sqlite"
+    settings = {**FAST, "SITEMAP_CRAWL_HISTORY": str(history)}
+    crawl({"homepage": site.base, "use_known_paths": False, "since": "2024-01-01"}, settings=settings).assert_ok()
+
+    again = crawl({"homepage": site.base, "use_known_paths": False, "since": "2024-01-01"}, settings=settings)
+    plain = _run(crawl, site, history)
+
+    assert again.assert_ok().stats["sitemap_crawl/since/sitemaps_skipped"] == 1  # the stored lastmod, as read
+    assert _changes(plain.pages, site.base) == [("/b1", "added"), ("/b2", "added")]
+
+
 def test_the_history_holds_one_row_per_page(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
     site = _site(fixture_site)
     history = tmp_path / "history.sqlite"

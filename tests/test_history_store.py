@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sitemap_crawl.history import HistoryError, HistoryStore, SitemapState, diff_pages
+from sitemap_crawl.items import SitemapRef
 
 
 def test_diff_pages() -> None:
@@ -30,7 +31,8 @@ def test_store_round_trip_and_replace(tmp_path: Path) -> None:
         store = HistoryStore(tmp_path / "h.sqlite")
         await store.open()
         assert await store.state("http://x/s.xml") is None
-        state = SitemapState("http://x/s.xml", "xml_index", '"e"', "Mon", "h1", 0, ["http://x/a.xml"])
+        children = [SitemapRef("http://x/a.xml"), SitemapRef("http://x/b.xml", "2024-05-01")]
+        state = SitemapState("http://x/s.xml", "xml_index", '"e"', "Mon", "h1", 0, children)
         await asyncio.wrap_future(store.commit(state, [("http://x/p", "d1", b"{}"), ("http://x/q", "d2", b"[]")]))
         assert await store.state("http://x/s.xml") == state
         assert await store.pages("http://x/s.xml") == {"http://x/p": ("d1", b"{}"), "http://x/q": ("d2", b"[]")}
@@ -40,7 +42,30 @@ def test_store_round_trip_and_replace(tmp_path: Path) -> None:
         await asyncio.wrap_future(store.commit(state, None))  # validators only: the pages stay
         assert list(await store.pages("http://x/s.xml")) == ["http://x/r"]
         assert (await store.state("http://x/s.xml")).etag == '"f"'  # type: ignore[union-attr]
+        assert await store.listed_by_another("http://x/b.xml", "http://x/other.xml")
+        assert not await store.listed_by_another("http://x/b.xml", "http://x/s.xml")
         await store.close()
+
+
+def test_children_of_earlier_files_are_read_as_urls(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    created = HistoryStore(path)
+    created.open_now()
+    asyncio.run(created.close())
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "INSERT INTO sitemaps (url, kind, page_count, children) VALUES (?, ?, ?, ?)",
+            ("http://x/s.xml", "xml_index", 0, '["http://x/a.xml"]'),
+        )
+
+    async def scenario() -> None:
+        store = HistoryStore(path)
+        await store.open()
+        state = await store.state("http://x/s.xml")
+        assert state is not None and state.children == [SitemapRef("http://x/a.xml")]
+        await store.close()
+
+    asyncio.run(scenario())
 
     asyncio.run(scenario())
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sitemap_crawl.items import SitemapRef
+
 T = TypeVar("T")
 
 APP = "sitemap_crawl-history"
@@ -48,7 +50,20 @@ class SitemapState:
     last_modified: str | None = None
     body_hash: str | None = None
     page_count: int = 0
-    children: list[str] = field(default_factory=list)
+    children: list[SitemapRef] = field(default_factory=list)
+    """Every sub-sitemap it lists (an index, robots.txt), with its lastmod, whether a run
+    followed it or not: an unchanged sitemap's children go through each run's follow /
+    deny / since as if its body had been read."""
+
+
+def children_json(children: list[SitemapRef]) -> str:
+    """The ``children`` column: a URL, or [URL, lastmod] for a child listed with a lastmod."""
+    return json.dumps([ref.url if ref.last_modified is None else [ref.url, ref.last_modified] for ref in children])
+
+
+def children_from_json(text: str) -> list[SitemapRef]:
+    """The children a ``children`` column holds (files of earlier versions hold URLs only)."""
+    return [SitemapRef(item) if isinstance(item, str) else SitemapRef(item[0], item[1]) for item in json.loads(text)]
 
 
 StoredPages = dict[str, tuple[str, bytes]]
@@ -136,7 +151,7 @@ class HistoryStore:
         if row is None:
             return None
         kind, etag, last_modified, body_hash, page_count, children = row
-        return SitemapState(url, kind, etag, last_modified, body_hash, page_count, json.loads(children))
+        return SitemapState(url, kind, etag, last_modified, body_hash, page_count, children_from_json(children))
 
     def _pages(self, url: str) -> StoredPages:
         assert self._db is not None
@@ -152,7 +167,7 @@ class HistoryStore:
         rows = self._db.execute(
             "SELECT children FROM sitemaps WHERE url != ? AND instr(children, ?) > 0", (parent, json.dumps(url))
         )
-        return any(url in json.loads(children) for (children,) in rows)
+        return any(ref.url == url for (children,) in rows for ref in children_from_json(children))
 
     def _commit(self, state: SitemapState, pages: list[tuple[str, str, bytes]] | None, forget: list[str]) -> None:
         db = self._db
@@ -174,7 +189,7 @@ class HistoryStore:
                     state.body_hash,
                     state.kind,
                     state.page_count,
-                    json.dumps(state.children),
+                    children_json(state.children),
                 ),
             ).fetchone()
             if pages is not None:

@@ -2,9 +2,10 @@
 
 Per sitemap: the stored validators go on the request (``If-None-Match`` /
 ``If-Modified-Since``); a 304, or a body with the stored hash, means unchanged (no parse,
-no export; an index's children are declared again from the stored list, each checked
-with its own validators); a changed sitemap's pages are diffed against the stored ones
-and only the differences leave, as :class:`SitemapPage` rows. The sitemap's new state is
+no export; an index's children are the stored list of every child it lists, put through
+this run's follow / deny / since, each followed one checked with its own validators); a
+changed sitemap's pages are diffed against the stored ones and only the differences
+leave, as :class:`SitemapPage` rows. The sitemap's new state is
 committed only once its last row has been written to the feeds (``item_scraped`` of that
 row, the feed files flushed), so a run killed halfway leaves a history the next run
 trusts, and each change is exported exactly once.
@@ -17,7 +18,7 @@ import dataclasses
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ from sitemap_crawl.codec import page_from_dict
 from sitemap_crawl.feed_files import flush_feed_files
 from sitemap_crawl.history.diff import ADDED, MODIFIED, REMOVED, diff_pages
 from sitemap_crawl.history.store import HistoryStore, SitemapState
-from sitemap_crawl.items import SitemapPage
+from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.names import HISTORY_STATS_PREFIX
 
 logger = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ class SitemapChanges:
     to_commit: list[tuple[str, str, bytes]] | None = None
     """The pages the history will hold for it, once its rows are written (set by ``rows``)."""
     listed: set[str] = field(default_factory=set)
-    """Every sub-sitemap it lists, followed or not (an index, robots.txt)."""
+    """The URL of every sub-sitemap it lists, followed or not (an index, robots.txt)."""
     forget: list[str] = field(default_factory=list)
     """The sitemaps it no longer lists (nor does any other stored one), with those below
     them: their pages were exported removed, and they leave the history (set by ``rows``)."""
@@ -81,12 +82,10 @@ class SitemapChanges:
             record = orjson.dumps(page)
             self.pages[page.url] = (_record_hash(record), record, page)
 
-    def add_child(self, url: str) -> None:
-        self.after.children.append(url)
-
-    def add_listed(self, url: str) -> None:
-        """A sub-sitemap it lists, whether this run follows it or not."""
-        self.listed.add(url)
+    def add_listed(self, ref: SitemapRef) -> None:
+        """A sub-sitemap it lists, whether this run follows it or not (all are stored)."""
+        self.listed.add(ref.url)
+        self.after.children.append(ref)
 
 
 class HistoryTracker:
@@ -191,8 +190,9 @@ class HistoryTracker:
         removed = len(diff.removed)
         if not partial and changes.before is not None:
             for child in changes.before.children:
-                if child not in changes.listed and child not in self._read and not still_read(child):
-                    removed += await self._dropped(child, changes.url, changes.forget, rows)
+                url = child.url
+                if url not in changes.listed and url not in self._read and not still_read(url):
+                    removed += await self._dropped(url, changes.url, changes.forget, rows)
         self._inc(ADDED, len(diff.added))
         self._inc(MODIFIED, len(diff.modified))
         self._inc(REMOVED, removed)
@@ -220,7 +220,7 @@ class HistoryTracker:
         added = len(stored)
         state = await self.store.state(url)
         for child in state.children if state is not None else ():
-            added += await self._dropped(child, url, forget, rows)
+            added += await self._dropped(child.url, url, forget, rows)
         return added
 
     def track(self, changes: SitemapChanges, item: Any) -> None:
@@ -260,9 +260,11 @@ class HistoryTracker:
         self._commits.clear()
         await self.store.close()
 
-    def replay(self, state: SitemapState) -> Iterator[tuple[int, str]]:
-        """The children of an unchanged sitemap, as stored."""
-        return enumerate(state.children)
+    @staticmethod
+    def replay(state: SitemapState) -> list[SitemapRef]:
+        """The children an unchanged sitemap lists, as stored: every one, followed last run or
+        not (the spider puts them through this run's follow / deny / since)."""
+        return state.children
 
 
 def _validators(response: Response) -> tuple[str | None, str | None]:

@@ -554,6 +554,28 @@ class SitemapsSpider(Spider):
                 yield row
         history.finish(changes)
 
+    def _declare_child(
+        self,
+        discovery: SiteDiscovery,
+        visit: Visit,
+        kind: str,
+        ref: SitemapRef,
+        child_index: int,
+        lineage: frozenset[str],
+    ) -> int:
+        """A sub-sitemap ``visit`` (a sitemap of ``kind``) lists, put through follow / deny and
+        ``since``: declared (fetched), skipped by ``since`` or not followed. The next child's index."""
+        if not discovery.follows(ref.url, kind):
+            self.crawler.stats.inc_value(NOT_FOLLOWED_STAT)
+            return child_index
+        since = self.since
+        if since is not None and kind == XML_INDEX and since.skips_sitemap(ref.last_modified):
+            discovery.not_fetched(visit, ref.url, child_index, ErrorReason.OLDER_THAN_SINCE)
+            self.crawler.stats.inc_value(SINCE_SITEMAPS_SKIPPED_STAT)
+        else:
+            discovery.declare(visit, ref.url, child_index, lineage)
+        return child_index + 1
+
     def sitemap_failed(self, failure: Failure) -> None:
         """Errback: the sitemap could not be downloaded; record why."""
         request = getattr(failure, "request", None)
@@ -596,8 +618,9 @@ class SitemapsSpider(Spider):
             state = self.history.unchanged(visit.url, response)
             if state is not None:  # 304 or the same body: no parse, no export
                 lineage = visit.ancestors | {visit.url, final_url}
-                for index, child in self.history.replay(state):
-                    discovery.declare(visit, child, index, lineage)
+                child_index = 0
+                for ref in self.history.replay(state):  # as if the body had been read
+                    child_index = self._declare_child(discovery, visit, state.kind, ref, child_index, lineage)
                 discovery.report(visit, state.kind, None, state.page_count, change=UNCHANGED, changes=0)
                 return
             if response.status == NOT_MODIFIED:  # never asked for: no stored body to reuse
@@ -678,19 +701,8 @@ class SitemapsSpider(Spider):
                 else:
                     assert isinstance(entry, SitemapRef)
                     if changes is not None:
-                        changes.add_listed(entry.url)
-                    if not discovery.follows(entry.url, reader.kind):
-                        self.crawler.stats.inc_value(NOT_FOLLOWED_STAT)
-                        continue
-                    if since is not None and reader.kind == XML_INDEX and since.skips_sitemap(entry.last_modified):
-                        discovery.not_fetched(visit, entry.url, child_index, ErrorReason.OLDER_THAN_SINCE)
-                        self.crawler.stats.inc_value(SINCE_SITEMAPS_SKIPPED_STAT)
-                        child_index += 1
-                        continue
-                    discovery.declare(visit, entry.url, child_index, lineage)
-                    if changes is not None:
-                        changes.add_child(entry.url)
-                    child_index += 1
+                        changes.add_listed(entry)
+                    child_index = self._declare_child(discovery, visit, reader.kind, entry, child_index, lineage)
         self.pages_read += page_count
         if dropped:
             self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, dropped)
