@@ -520,3 +520,40 @@ def test_a_worker_whose_server_cannot_be_reached_stops_at_once(crawl: CrawlRunne
     assert "secret" not in bad_port.log
     both = crawl.start({"queue": "redis://127.0.0.1:1/0", "homepage": "http://a.test/"}, output_format=None).wait(60)
     assert both.returncode == 1 and "queue maps the sites of the queue" in both.log
+
+
+def history_day(
+    crawl: CrawlRunner, server: QueueServer, homepage: str, day: Path, history: Path
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A day of an incremental queue run, as docs/incremental.md says: the site on a fresh queue
+    key, one worker with the history; its rows and its site's tree line."""
+    day.mkdir()
+    key = f"SITEMAP_CRAWL_QUEUE_KEY={day.name}"
+    result = scrapy("sitemaps-enqueue", "-", "--queue", server.url, "-s", key, stdin=homepage + "\n")
+    assert result.returncode == 0, result.stderr
+    worker(crawl, server, "one", day, SITEMAP_CRAWL_QUEUE_KEY=day.name, SITEMAP_CRAWL_HISTORY=str(history)).wait(
+        60
+    ).assert_ok()
+    (tree,) = lines(day / "trees-one.jsonl")
+    return lines(day / "pages-one.jsonl"), tree
+
+
+def test_a_history_run_on_the_queue_exports_each_change_with_its_own_attempt(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # the stored records held the attempt: every unchanged page of a changed sitemap was
+    # `modified`, and a removed page's row carried the previous day's attempt
+    site, expected = sites(fixture_site, 3)
+    homepage = list(expected)[2]  # s02.test: page-0, page-1, page-2
+    history = tmp_path / "history.sqlite"
+    first, _ = history_day(crawl, queue_server, homepage, tmp_path / "day1", history)
+    site["//s02.test/map-2.xml"] = urlset(f"{homepage}page-0", f"{homepage}page-1", f"{homepage}page-new")
+
+    rows, tree = history_day(crawl, queue_server, homepage, tmp_path / "day2", history)
+
+    assert sorted((row["url"], row["change"]) for row in first) == [(f"{homepage}page-{i}", "added") for i in range(3)]
+    assert sorted((row["url"].removeprefix(homepage), row["change"]) for row in rows) == [
+        ("page-2", "removed"),
+        ("page-new", "added"),
+    ]
+    assert {row["attempt"] for row in rows} == {tree["attempt"]}

@@ -51,8 +51,8 @@ def _record_hash(record: bytes) -> str:
     return hashlib.blake2b(record, digest_size=8).hexdigest()
 
 
-def _changed(page: SitemapPage, change: str) -> SitemapPage:
-    return dataclasses.replace(page, change=change)
+def _changed(page: SitemapPage, change: str, attempt: str | None) -> SitemapPage:
+    return dataclasses.replace(page, change=change, attempt=attempt)
 
 
 @dataclass(slots=True)
@@ -62,6 +62,9 @@ class SitemapChanges:
     url: str
     before: SitemapState | None
     after: SitemapState
+    attempt: str | None = None
+    """A queue run's attempt at the site: every row gets it (removed ones too); the stored
+    records never hold one, so a page is not ``modified`` because the attempt is new."""
     pages: dict[str, tuple[str, bytes, SitemapPage]] = field(default_factory=dict)
     rows: int = 0
     """The rows it exported (set by ``rows``)."""
@@ -78,6 +81,7 @@ class SitemapChanges:
     them: their pages were exported removed, and they leave the history (set by ``rows``)."""
 
     def add_page(self, page: SitemapPage) -> None:
+        """A page it lists (without ``attempt``: :meth:`HistoryTracker.rows` gives it)."""
         if page.url not in self.pages:
             record = orjson.dumps(page)
             self.pages[page.url] = (_record_hash(record), record, page)
@@ -161,12 +165,13 @@ class HistoryTracker:
             return state
         return None
 
-    def start(self, url: str, kind: str, response: Response) -> SitemapChanges:
-        """A changed (or new) sitemap: collect what it lists (dropped, uncounted, if it fails)."""
+    def start(self, url: str, kind: str, response: Response, attempt: str | None = None) -> SitemapChanges:
+        """A changed (or new) sitemap: collect what it lists (dropped, uncounted, if it fails);
+        ``attempt``: a queue run's attempt at its site, which its rows carry."""
         before = self._states.get(url)
         etag, modified = _validators(response)
         after = SitemapState(url, kind, etag, modified, body_hash(response.body))
-        return SitemapChanges(url, before, after)
+        return SitemapChanges(url, before, after, attempt)
 
     async def rows(
         self, changes: SitemapChanges, partial: bool, still_read: Callable[[str], bool] = lambda _url: False
@@ -182,17 +187,18 @@ class HistoryTracker:
             {url: digest for url, (digest, _record, _page) in current.items()},
             with_removed=not partial,
         )
-        rows = [_changed(current[url][2], ADDED) for url in diff.added]
-        rows += [_changed(current[url][2], MODIFIED) for url in diff.modified]
+        attempt = changes.attempt
+        rows = [_changed(current[url][2], ADDED, attempt) for url in diff.added]
+        rows += [_changed(current[url][2], MODIFIED, attempt) for url in diff.modified]
         for url in diff.removed:
             page = page_from_dict(orjson.loads(stored[url][1]))
-            rows.append(_changed(page, REMOVED))
+            rows.append(_changed(page, REMOVED, attempt))
         removed = len(diff.removed)
         if not partial and changes.before is not None:
             for child in changes.before.children:
                 url = child.url
                 if url not in changes.listed and url not in self._read and not still_read(url):
-                    removed += await self._dropped(url, changes.url, changes.forget, rows)
+                    removed += await self._dropped(url, changes, rows)
         self._inc(ADDED, len(diff.added))
         self._inc(MODIFIED, len(diff.modified))
         self._inc(REMOVED, removed)
@@ -207,20 +213,23 @@ class HistoryTracker:
         changes.pages.clear()  # the rows hold what is exported
         return rows
 
-    async def _dropped(self, url: str, parent: str, forget: list[str], rows: list[SitemapPage]) -> int:
-        """A sitemap ``parent`` listed and lists no more: unless another stored sitemap lists
-        it, its pages (and those of the sitemaps below it) are removed rows, and it is to be
-        forgotten. Returns the rows added."""
-        if url in forget or await self.store.listed_by_another(url, parent):
+    async def _dropped(
+        self, url: str, changes: SitemapChanges, rows: list[SitemapPage], parent: str | None = None
+    ) -> int:
+        """A sitemap ``parent`` (by default the one of ``changes``) listed and lists no more:
+        unless another stored sitemap lists it, its pages (and those of the sitemaps below it)
+        are removed rows of ``changes``, and it is to be forgotten. Returns the rows added."""
+        forget = changes.forget
+        if url in forget or await self.store.listed_by_another(url, parent or changes.url):
             return 0
         forget.append(url)
         stored = await self.store.pages(url)
         for _digest, record in stored.values():
-            rows.append(_changed(page_from_dict(orjson.loads(record)), REMOVED))
+            rows.append(_changed(page_from_dict(orjson.loads(record)), REMOVED, changes.attempt))
         added = len(stored)
         state = await self.store.state(url)
         for child in state.children if state is not None else ():
-            added += await self._dropped(child.url, url, forget, rows)
+            added += await self._dropped(child.url, changes, rows, url)
         return added
 
     def track(self, changes: SitemapChanges, item: Any) -> None:

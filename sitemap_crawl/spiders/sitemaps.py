@@ -650,7 +650,8 @@ class SitemapsSpider(Spider):
                 discovery.report(visit, INVALID, reader.error)
                 return
             if self.history is not None:
-                changes = self.history.start(visit.url, reader.kind, response)
+                attempt = self.queue.attempt_of(visit.site) if self.queue is not None else None
+                changes = self.history.start(visit.url, reader.kind, response, attempt)
             async for output in self._read_entries(discovery, visit, reader, final_url, broken_off, changes):
                 yield output
 
@@ -687,11 +688,12 @@ class SitemapsSpider(Spider):
                     if redirected:
                         entry.sitemap_url = visit.url
                     entry.website = website
-                    entry.attempt = attempt
                     page_count += 1
                     if changes is not None:
-                        changes.add_page(entry)
-                    elif self.batch_size:
+                        changes.add_page(entry)  # (its rows get the attempt: not part of the record)
+                        continue
+                    entry.attempt = attempt
+                    if self.batch_size:
                         batch.append(entry)
                         if len(batch) >= self.batch_size:
                             yield await self._batches.admit(PageBatch(visit.url, visit.path, batch, website), window)
