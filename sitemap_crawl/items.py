@@ -154,6 +154,11 @@ class NodeReport:
     changes: int | None = None
     """A history run only: rows the sitemap exported (added + modified + removed pages)."""
 
+    @property
+    def rows(self) -> int:
+        """The rows its sitemap gave the feeds: its pages, or in a history run its changes."""
+        return self.page_count if self.change is None else self.changes or 0
+
 
 SitemapNodeItem = NodeReport
 """The former name of :class:`NodeReport` (it is a signal payload, not an item)."""

@@ -285,6 +285,7 @@ def test_since_filters_the_rows_of_a_history_run(fixture_site: SiteFactory, craw
 
     assert first.pages == []  # every page is older than since or undated
     assert _changes(second.pages, site.base) == [("/a2", "modified")]  # a3 removed, a4 added: undated
+    assert sum(node["changes"] for _url, node in _nodes(second)) == 1  # the rows exported (collect counts them)
     assert crawl(arguments, settings=settings).assert_ok().pages == []
 
 

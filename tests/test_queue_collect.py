@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sitemap_crawl.queue.collect import attempt_order, collect, expand, tree_page_count
+from sitemap_crawl.queue.collect import attempt_order, collect, expand, tree_row_count
 from tests.support.crawl import REPO_ROOT
 
 A, B, C = "http://a.test/", "http://b.test/", "http://c.test/"
@@ -127,7 +127,22 @@ def test_a_missing_feed_file_is_reported(tmp_path: Path) -> None:
     assert [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()] == rows(B, 2, "b/2")
 
 
-def test_the_tree_page_count_sums_every_node() -> None:
+def test_the_tree_row_count_sums_every_node() -> None:
     nested = tree(A, 2, "x")
     nested["sub_sitemaps"][0]["sub_sitemaps"] = [tree(A, 5, None)]
-    assert tree_page_count(nested) == 7
+    assert tree_row_count(nested) == 7
+
+
+def test_a_history_runs_tree_counts_its_changes_not_its_pages(tmp_path: Path) -> None:
+    # an unchanged site of a history run gives no row: it was reported short (a feed missing?)
+    unchanged, changed = tree(A, 5, "a/1"), tree(B, 4, "b/1")
+    unchanged["sub_sitemaps"][0] |= {"change": "unchanged", "changes": 0}
+    changed["sub_sitemaps"][0] |= {"change": "changed", "changes": 2}
+    write(tmp_path / "trees.jsonl", [unchanged, changed])
+    write(tmp_path / "pages.jsonl", rows(B, 2, "b/1"))
+
+    report = collect([tmp_path / "trees.jsonl"], [tmp_path / "pages.jsonl"], io.BytesIO())
+
+    assert (report.sites, report.pages, report.short_sites) == (2, 2, {})
+    write(tmp_path / "pages.jsonl", rows(B, 1, "b/1"))
+    assert collect([tmp_path / "trees.jsonl"], [tmp_path / "pages.jsonl"], io.BytesIO()).short_sites == {B: (1, 2)}

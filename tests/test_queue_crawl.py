@@ -557,3 +557,9 @@ def test_a_history_run_on_the_queue_exports_each_change_with_its_own_attempt(
         ("page-new", "added"),
     ]
     assert {row["attempt"] for row in rows} == {tree["attempt"]}
+    collected, log, code = collect(tmp_path / "day2")
+    assert code == 0 and "1 sites, 2 pages kept; 0 rows" in log, log
+    assert sorted(row["url"] for row in collected) == sorted(row["url"] for row in rows)
+    unchanged, _ = history_day(crawl, queue_server, homepage, tmp_path / "day3", history)
+    collected, log, code = collect(tmp_path / "day3")  # no row: no change, not a feed file missing
+    assert (unchanged, collected, code) == ([], [], 0), log

@@ -67,7 +67,8 @@ class SitemapChanges:
     records never hold one, so a page is not ``modified`` because the attempt is new."""
     pages: dict[str, tuple[str, bytes, SitemapPage]] = field(default_factory=dict)
     rows: int = 0
-    """The rows it exported (set by ``rows``)."""
+    """The rows it exported (set by ``rows``, and by :meth:`rows_exported` when ``since``
+    keeps fewer): the tree's ``changes``, which ``sitemaps-collect`` counts on."""
     unwritten: int = 0
     """Its rows given to Scrapy and not yet written to the feeds."""
     all_given: bool = False
@@ -85,6 +86,11 @@ class SitemapChanges:
         if page.url not in self.pages:
             record = orjson.dumps(page)
             self.pages[page.url] = (_record_hash(record), record, page)
+
+    def rows_exported(self, rows: list[SitemapPage]) -> list[SitemapPage]:
+        """``rows`` are what it exports (``since`` left some out): counted, and returned."""
+        self.rows = len(rows)
+        return rows
 
     def add_listed(self, ref: SitemapRef) -> None:
         """A sub-sitemap it lists, whether this run follows it or not (all are stored)."""

@@ -15,8 +15,8 @@ site has it on disk. Where the files come from workers of versions that acknowle
 any attempt, the newest complete one is still a full mapping of the site.
 
 JSON lines in and out. The chosen tree lines can be written too. A site whose
-chosen attempt has fewer rows than its tree counts is reported (a feed file lost or
-overwritten). Pure: no Scrapy, no server.
+chosen attempt has fewer rows than its tree counts (its pages; in a history run, its
+changes) is reported (a feed file lost or overwritten). Pure: no Scrapy, no server.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class CollectReport:
     """Complete attempts of a site other than its newest (kept: none of their rows)."""
     unreadable_lines: int = 0
     short_sites: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Sites whose chosen attempt has fewer rows than its tree counts: (rows, tree count)."""
+    """Sites whose chosen attempt has fewer rows than its tree counts: (rows, tree count)
+    (see :func:`tree_row_count`)."""
 
 
 def expand(patterns: Iterable[str]) -> list[Path]:
@@ -70,9 +71,12 @@ def _lines(paths: Iterable[Path], report: CollectReport) -> Iterator[dict[str, A
                     yield value
 
 
-def tree_page_count(tree: dict[str, Any]) -> int:
-    """The pages a site's tree counts (every node's page_count)."""
-    return int(tree.get("page_count") or 0) + sum(tree_page_count(child) for child in tree.get("sub_sitemaps") or ())
+def tree_row_count(tree: dict[str, Any]) -> int:
+    """The rows a site's tree counts: every node's ``page_count``, or, for a node of a history
+    run (one with ``change``), the rows it exported (``changes``): a history run's rows are
+    the changes, not the pages."""
+    own = tree.get("changes") if "change" in tree else tree.get("page_count")
+    return int(own or 0) + sum(tree_row_count(child) for child in tree.get("sub_sitemaps") or ())
 
 
 def attempt_order(attempt: str) -> tuple[int, int, int]:
@@ -104,7 +108,7 @@ def collect(
         complete += 1
         if site not in chosen or attempt_order(attempt) > attempt_order(chosen[site]):
             chosen[site] = attempt
-            expected[site] = tree_page_count(tree)
+            expected[site] = tree_row_count(tree)
     report.sites = len(chosen)
     report.repeated_attempts = complete - len(chosen)
     if trees_out is not None:  # a second pass: tree lines can be large, so none is held meanwhile

@@ -5,8 +5,9 @@ when the spider has read a site's last sitemap, up to a few batches of its pages
 still be on their way to the feed. A queue run must not write the site's tree line (nor
 acknowledge it) before they are in the feed, so the worker waits until the pages that
 left the item pipelines (scraped, dropped or failed) number as many as the site's
-sitemaps reported. Pages are told apart by their ``website`` field; a pipeline that
-replaces page items by other objects makes the wait last until the crawl is idle.
+sitemaps reported (their pages; in a history run, the changes they exported). Pages are
+told apart by their ``website`` field; a pipeline that replaces page items by other
+objects makes the wait last until the crawl is idle.
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ class PageLedger:
         self.written: dict[str, int] = {}
 
     def node(self, node: NodeReport, site: str | None = None) -> None:
-        """A node report (the ``sitemap_node`` signal): a finished sitemap's pages are expected."""
-        if site is not None and node.finished and node.page_count:
-            self.expected[site] = self.expected.get(site, 0) + node.page_count
+        """A node report (the ``sitemap_node`` signal): a finished sitemap's rows are expected."""
+        if site is not None and node.finished and node.rows:
+            self.expected[site] = self.expected.get(site, 0) + node.rows
 
     def item(self, item: Any) -> str | None:
         """An item left the item pipelines; the site whose pages it carried, if any."""

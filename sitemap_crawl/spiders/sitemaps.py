@@ -541,7 +541,7 @@ class SitemapsSpider(Spider):
             kept = [row for row in rows if since.keeps_page(row.last_modified)]
             if len(kept) < len(rows):
                 self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, len(rows) - len(kept))
-            rows = kept
+            rows = changes.rows_exported(kept)
         history = self.history
         if self.batch_size:
             for start in range(0, len(rows), self.batch_size):
