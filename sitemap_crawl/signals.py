@@ -12,6 +12,10 @@ kept the response alive).
 In a queue run it is sent once the site's pages are in the feed, with ``attempt``
 (the name of this attempt at the site, which its tree line records).
 
+``site_acknowledged``: a queue run only: the server answered a site's acknowledgement,
+with ``site`` and ``acknowledged`` (False: another attempt holds the site). The history
+writes what it staged for the site on True, and drops it on False.
+
 ``site_tree``: sent by the tree extension once a site's tree is complete (on
 ``site_finished``, or at spider close for a site stopped early), with ``site`` and
 ``tree`` (the closed :class:`~sitemap_crawl.tree.SitemapTree`, no longer changed):
@@ -20,4 +24,5 @@ the audit's report draws it, so the tree is built in one place.
 
 sitemap_node = object()
 site_finished = object()
+site_acknowledged = object()
 site_tree = object()

@@ -110,3 +110,41 @@ def test_a_newer_version_is_refused(tmp_path: Path) -> None:
     with pytest.raises(HistoryError, match="version 99"):
         again.open_now()
     asyncio.run(again.close())
+
+
+def test_a_queue_run_stages_a_sites_states_until_it_is_acknowledged(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+
+    async def scenario() -> None:
+        store = HistoryStore(path)
+        await store.open()
+        old = SitemapState("http://x/old.xml", "xml_urlset", page_count=1)
+        await asyncio.wrap_future(store.commit(old, [("http://x/o", "d0", b"{}")]))
+        index = SitemapState("http://x/i.xml", "xml_index", body_hash="h", children=[SitemapRef("http://x/s.xml")])
+        urlset = SitemapState("http://x/s.xml", "xml_urlset", body_hash="h", page_count=1)
+        store.stage("http://x/", index, None, forget=["http://x/old.xml"])
+        store.stage("http://x/", urlset, [("http://x/p", "d1", b'{"a": 1}')])
+        store.stage("http://y/", SitemapState("http://y/s.xml", "xml_urlset"), [])
+        assert await store.state("http://x/s.xml") is None  # staged: not written yet
+        await asyncio.wrap_future(store.commit_site("http://x/"))
+        assert await store.state("http://x/i.xml") == index
+        assert await store.pages("http://x/s.xml") == {"http://x/p": ("d1", b'{"a": 1}')}
+        assert await store.state("http://x/old.xml") is None  # forgotten
+        await asyncio.wrap_future(store.drop_site("http://x/"))  # nothing left: no change
+        assert await store.state("http://x/s.xml") == urlset
+        store.stage("http://z/", SitemapState("http://z/s.xml", "xml_urlset"), [("http://z/p", "d", b"{}")])
+        await asyncio.wrap_future(store.drop_site("http://z/"))  # another attempt holds the site
+        await asyncio.wrap_future(store.commit_site("http://z/"))
+        assert await store.state("http://z/s.xml") is None
+        await store.close()
+
+    asyncio.run(scenario())
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT site FROM staged").fetchall() == [("http://y/",)]  # a stopped run's
+    reopened = HistoryStore(path)
+    reopened.open_now()  # drops what a stopped run staged: that site is mapped again
+    asyncio.run(reopened.close())
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM staged").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM staged_pages").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM sitemaps WHERE url = 'http://y/s.xml'").fetchone() == (0,)

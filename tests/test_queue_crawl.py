@@ -563,3 +563,31 @@ def test_a_history_run_on_the_queue_exports_each_change_with_its_own_attempt(
     unchanged, _ = history_day(crawl, queue_server, homepage, tmp_path / "day3", history)
     collected, log, code = collect(tmp_path / "day3")  # no row: no change, not a feed file missing
     assert (unchanged, collected, code) == ([], [], 0), log
+
+
+def test_a_history_worker_stopped_before_the_acknowledgement_loses_no_change(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # killed after the rows were written, before the acknowledgement: the history was
+    # written once the rows were, so the worker that took the site over found
+    # map-2.xml unchanged and exported only slow.xml's page: collect kept 1 of the 4
+    site, expected = sites(fixture_site, 3)
+    homepage = list(expected)[2]
+    enqueue(queue_server, [homepage])
+    site["//s02.test/robots.txt"] = robots(f"{host('s02.test')}/map-2.xml", f"{host('s02.test')}/slow.xml")
+    site["//s02.test/slow.xml"] = Route(urlset(f"{homepage}page-3"), delay=5)  # the site is not finished yet
+    history = {"SITEMAP_CRAWL_HISTORY": str(tmp_path / "history.sqlite"), "SITEMAP_CRAWL_QUEUE_CLAIM_AFTER": 1}
+    first = worker(crawl, queue_server, "one", tmp_path, **history)
+    assert site.wait_for("/slow.xml", timeout=30)
+    time.sleep(1)  # map-2.xml's rows are written by now (and were its history)
+    first.kill()
+    first.wait(60)
+    assert lines(tmp_path / "trees-one.jsonl") == []  # killed before its tree line
+
+    again = worker(crawl, queue_server, "one", tmp_path, **history).wait(60).assert_ok()
+
+    assert again.stats["sitemap_crawl/queue/claimed"] == 1
+    collected, log, code = collect(tmp_path)
+    assert code == 0, log
+    assert rows_by_site(collected) == expected_urls({homepage: 4})
+    assert {row["change"] for row in collected} == {"added"}

@@ -4,15 +4,21 @@ Every call goes to that thread and returns an awaitable, so the reactor never wa
 the disk. A sitemap's new state (validators, body hash, children, pages) replaces the
 old one in one transaction: a run stopped at any moment leaves each sitemap either as
 the last run saw it or as this run saw it.
+
+A queue run *stages* the new states of a site's sitemaps (tables ``staged`` and
+``staged_pages``) and writes them, in one transaction, once the site is acknowledged
+(:meth:`HistoryStore.commit_site`); what a stopped run staged is dropped when the file is
+opened next (the site is mapped again, and its changes exported again).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +39,10 @@ _SCHEMA = (
     "last_modified TEXT, body_hash TEXT, kind TEXT NOT NULL, page_count INTEGER NOT NULL, children TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS pages (sitemap_id INTEGER NOT NULL, url TEXT NOT NULL, hash TEXT NOT NULL, "
     "record BLOB NOT NULL, PRIMARY KEY (sitemap_id, url)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS staged (id INTEGER PRIMARY KEY, site TEXT NOT NULL, state TEXT NOT NULL, "
+    "has_pages INTEGER NOT NULL, forget TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS staged_pages (staged_id INTEGER NOT NULL, url TEXT NOT NULL, hash TEXT NOT NULL, "
+    "record BLOB NOT NULL, PRIMARY KEY (staged_id, url)) WITHOUT ROWID",
 )
 
 
@@ -64,6 +74,16 @@ def children_json(children: list[SitemapRef]) -> str:
 def children_from_json(text: str) -> list[SitemapRef]:
     """The children a ``children`` column holds (files of earlier versions hold URLs only)."""
     return [SitemapRef(item) if isinstance(item, str) else SitemapRef(item[0], item[1]) for item in json.loads(text)]
+
+
+def _state_json(state: SitemapState) -> str:
+    fields = (state.url, state.kind, state.etag, state.last_modified, state.body_hash, state.page_count)
+    return json.dumps([*fields, children_json(state.children)])
+
+
+def _state_from_json(text: str) -> SitemapState:
+    url, kind, etag, last_modified, body_hash, page_count, children = json.loads(text)
+    return SitemapState(url, kind, etag, last_modified, body_hash, page_count, children_from_json(children))
 
 
 StoredPages = dict[str, tuple[str, bytes]]
@@ -106,6 +126,26 @@ class HistoryStore:
         listed); writes happen in the order they were queued."""
         return self._executor.submit(self._commit, state, None if pages is None else list(pages), list(forget))
 
+    def stage(
+        self,
+        site: str,
+        state: SitemapState,
+        pages: Iterable[tuple[str, str, bytes]] | None,
+        forget: Iterable[str] = (),
+    ) -> Future[None]:
+        """:meth:`commit`, set aside for ``site`` (a queue run): written by :meth:`commit_site`
+        once the site is acknowledged, or dropped (:meth:`drop_site`, or the next open)."""
+        return self._executor.submit(self._stage, site, state, None if pages is None else list(pages), list(forget))
+
+    def commit_site(self, site: str) -> Future[None]:
+        """Queue the writing of what was staged for ``site``, in the order it was staged, in
+        one transaction."""
+        return self._executor.submit(self._commit_site, site)
+
+    def drop_site(self, site: str) -> Future[None]:
+        """Queue the dropping of what was staged for ``site`` (its attempt was not acknowledged)."""
+        return self._executor.submit(self._drop_site, site)
+
     def open_now(self) -> None:
         """:meth:`open`, waiting for it: once, before the crawl starts (nothing else runs yet)."""
         self._executor.submit(self._open).result()
@@ -138,6 +178,9 @@ class HistoryStore:
                 raise HistoryError(
                     f"{self.path} is a history of version {meta.get('version')}; this sitemap_crawl reads {VERSION}"
                 )
+            # staged by a queue run stopped before its sites were acknowledged: mapped again
+            db.execute("DELETE FROM staged_pages")
+            db.execute("DELETE FROM staged")
             db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             raise HistoryError(f"{self.path} is not a usable SQLite file ({exc})") from None
@@ -170,38 +213,86 @@ class HistoryStore:
         return any(ref.url == url for (children,) in rows for ref in children_from_json(children))
 
     def _commit(self, state: SitemapState, pages: list[tuple[str, str, bytes]] | None, forget: list[str]) -> None:
-        db = self._db
-        assert db is not None
-        db.execute("BEGIN")
-        try:
-            for gone in forget:
-                db.execute("DELETE FROM pages WHERE sitemap_id IN (SELECT id FROM sitemaps WHERE url = ?)", (gone,))
-                db.execute("DELETE FROM sitemaps WHERE url = ?", (gone,))
-            (sitemap_id,) = db.execute(
-                "INSERT INTO sitemaps (url, etag, last_modified, body_hash, kind, page_count, children) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, "
-                "last_modified = excluded.last_modified, body_hash = excluded.body_hash, kind = excluded.kind, "
-                "page_count = excluded.page_count, children = excluded.children RETURNING id",
-                (
-                    state.url,
-                    state.etag,
-                    state.last_modified,
-                    state.body_hash,
-                    state.kind,
-                    state.page_count,
-                    children_json(state.children),
-                ),
-            ).fetchone()
+        with self._transaction() as db:
+            sitemap_id = self._write_state(db, state, forget)
             if pages is not None:
                 db.execute("DELETE FROM pages WHERE sitemap_id = ?", (sitemap_id,))
                 db.executemany(
                     "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?)",
                     [(sitemap_id, url, digest, zlib.compress(record, 1)) for url, digest, record in pages],
                 )
-            db.execute("COMMIT")
+
+    def _stage(
+        self, site: str, state: SitemapState, pages: list[tuple[str, str, bytes]] | None, forget: list[str]
+    ) -> None:
+        with self._transaction() as db:
+            (staged_id,) = db.execute(
+                "INSERT INTO staged (site, state, has_pages, forget) VALUES (?, ?, ?, ?) RETURNING id",
+                (site, _state_json(state), pages is not None, json.dumps(forget)),
+            ).fetchone()
+            db.executemany(
+                "INSERT OR REPLACE INTO staged_pages VALUES (?, ?, ?, ?)",
+                [(staged_id, url, digest, zlib.compress(record, 1)) for url, digest, record in pages or ()],
+            )
+
+    def _commit_site(self, site: str) -> None:
+        with self._transaction() as db:
+            staged = db.execute(
+                "SELECT id, state, has_pages, forget FROM staged WHERE site = ? ORDER BY id", (site,)
+            ).fetchall()
+            for staged_id, state, has_pages, forget in staged:
+                sitemap_id = self._write_state(db, _state_from_json(state), json.loads(forget))
+                if has_pages:
+                    db.execute("DELETE FROM pages WHERE sitemap_id = ?", (sitemap_id,))
+                    db.execute(
+                        "INSERT INTO pages SELECT ?, url, hash, record FROM staged_pages WHERE staged_id = ?",
+                        (sitemap_id, staged_id),
+                    )
+            self._delete_staged(db, site)
+
+    def _drop_site(self, site: str) -> None:
+        with self._transaction() as db:
+            self._delete_staged(db, site)
+
+    @staticmethod
+    def _delete_staged(db: sqlite3.Connection, site: str) -> None:
+        db.execute("DELETE FROM staged_pages WHERE staged_id IN (SELECT id FROM staged WHERE site = ?)", (site,))
+        db.execute("DELETE FROM staged WHERE site = ?", (site,))
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        db = self._db
+        assert db is not None
+        db.execute("BEGIN")
+        try:
+            yield db
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        db.execute("COMMIT")
+
+    @staticmethod
+    def _write_state(db: sqlite3.Connection, state: SitemapState, forget: list[str]) -> int:
+        """Forget the sitemaps ``forget`` names, and write ``state`` (its pages aside): its row id."""
+        for gone in forget:
+            db.execute("DELETE FROM pages WHERE sitemap_id IN (SELECT id FROM sitemaps WHERE url = ?)", (gone,))
+            db.execute("DELETE FROM sitemaps WHERE url = ?", (gone,))
+        (sitemap_id,) = db.execute(
+            "INSERT INTO sitemaps (url, etag, last_modified, body_hash, kind, page_count, children) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, "
+            "last_modified = excluded.last_modified, body_hash = excluded.body_hash, kind = excluded.kind, "
+            "page_count = excluded.page_count, children = excluded.children RETURNING id",
+            (
+                state.url,
+                state.etag,
+                state.last_modified,
+                state.body_hash,
+                state.kind,
+                state.page_count,
+                children_json(state.children),
+            ),
+        ).fetchone()
+        return int(sitemap_id)
 
     def _close(self) -> None:
         if self._db is not None:

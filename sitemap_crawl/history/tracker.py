@@ -8,7 +8,10 @@ changed sitemap's pages are diffed against the stored ones and only the differen
 leave, as :class:`SitemapPage` rows. The sitemap's new state is
 committed only once its last row has been written to the feeds (``item_scraped`` of that
 row, the feed files flushed), so a run killed halfway leaves a history the next run
-trusts, and each change is exported exactly once.
+trusts, and each change is exported exactly once. In a queue run it is staged then, and
+written once the server acknowledged the site's attempt (``site_acknowledged``): an
+attempt that is not acknowledged (a crash, a site another worker took over) leaves the
+history as it was, and the attempt that maps the site again exports the same changes.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from sitemap_crawl.history.diff import ADDED, MODIFIED, REMOVED, diff_pages
 from sitemap_crawl.history.store import HistoryStore, SitemapState
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.names import HISTORY_STATS_PREFIX
+from sitemap_crawl.signals import site_acknowledged
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +64,8 @@ class SitemapChanges:
     """One changed sitemap being read: its pages (url -> hash, record), its children."""
 
     url: str
+    site: str
+    """The website it belongs to (a queue run commits a site's sitemaps together)."""
     before: SitemapState | None
     after: SitemapState
     attempt: str | None = None
@@ -101,12 +107,16 @@ class SitemapChanges:
 class HistoryTracker:
     """Validators, unchanged / changed decisions and commits, for the ``sitemaps`` spider."""
 
-    def __init__(self, crawler: Crawler, store: HistoryStore, conditional: bool = True) -> None:
+    def __init__(self, crawler: Crawler, store: HistoryStore, conditional: bool = True, per_site: bool = False) -> None:
         self.crawler = crawler
         self.store = store
         self.conditional = conditional
         """Whether requests carry the stored validators (off when the audit needs every body:
         an unchanged sitemap is then told by its body's hash)."""
+        self.per_site = per_site
+        """A queue run: a sitemap's new state is staged, and written once its site is
+        acknowledged (``site_acknowledged``)."""
+        self._closed = False
         self._states: dict[str, SitemapState | None] = {}
         """The stored state of each sitemap in flight (read before its request was sent)."""
         self._read: set[str] = set()
@@ -124,6 +134,8 @@ class HistoryTracker:
 
         self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
         self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
+        if self.per_site:
+            self.crawler.signals.connect(self._site_acknowledged, signal=site_acknowledged)
 
     def _inc(self, what: str, count: int = 1) -> None:
         if count:
@@ -171,13 +183,13 @@ class HistoryTracker:
             return state
         return None
 
-    def start(self, url: str, kind: str, response: Response, attempt: str | None = None) -> SitemapChanges:
-        """A changed (or new) sitemap: collect what it lists (dropped, uncounted, if it fails);
-        ``attempt``: a queue run's attempt at its site, which its rows carry."""
+    def start(self, url: str, site: str, kind: str, response: Response, attempt: str | None = None) -> SitemapChanges:
+        """A changed (or new) sitemap of ``site``: collect what it lists (dropped, uncounted,
+        if it fails); ``attempt``: a queue run's attempt at the site, which its rows carry."""
         before = self._states.get(url)
         etag, modified = _validators(response)
         after = SitemapState(url, kind, etag, modified, body_hash(response.body))
-        return SitemapChanges(url, before, after, attempt)
+        return SitemapChanges(url, site, before, after, attempt)
 
     async def rows(
         self, changes: SitemapChanges, partial: bool, still_read: Callable[[str], bool] = lambda _url: False
@@ -261,9 +273,21 @@ class HistoryTracker:
             asyncio.get_running_loop().call_soon(self._commit, changes)
 
     def _commit(self, changes: SitemapChanges) -> None:
-        flush_feed_files(self.crawler)  # (a kill after this keeps the rows)
-        self._submit(self.store.commit(changes.after, changes.to_commit, changes.forget))
+        if self._closed:
+            return
+        if self.per_site:  # written once the site is acknowledged (the worker syncs the feeds first)
+            self._submit(self.store.stage(changes.site, changes.after, changes.to_commit, changes.forget))
+        else:
+            flush_feed_files(self.crawler)  # (a kill after this keeps the rows)
+            self._submit(self.store.commit(changes.after, changes.to_commit, changes.forget))
         changes.to_commit = None
+
+    def _site_acknowledged(self, site: str, acknowledged: bool, **_kwargs: Any) -> None:
+        """A queue run: the server answered the site's acknowledgement. What was staged for it
+        is written (acknowledged) or dropped (another attempt holds it: that one exports the
+        changes)."""
+        if not self._closed:
+            self._submit(self.store.commit_site(site) if acknowledged else self.store.drop_site(site))
 
     @staticmethod
     def _submit(future: Future[None]) -> None:
@@ -272,6 +296,7 @@ class HistoryTracker:
     async def close(self) -> None:
         """Wait for every commit queued (the sitemaps whose rows were not all written are
         not committed: the next run exports their changes)."""
+        self._closed = True
         self._commits.clear()
         await self.store.close()
 

@@ -11,11 +11,14 @@ A site the spider has mapped is *committed* in this order, several sites at a ti
 2. the feed files are flushed and synced to disk;
 3. its tree line, naming the attempt (``"attempt": "<entry id>/<delivery>"``), is
    appended to the tree file (the ``site_finished`` signal) and the file synced;
-4. it is acknowledged on the server, which accepts only the attempt that holds the site.
+4. it is acknowledged on the server, which accepts only the attempt that holds the site;
+5. (SITEMAP_CRAWL_HISTORY) the history writes the site's new state (``site_acknowledged``).
 
 A crash before 4 leaves the site pending: another worker claims it after CLAIM_AFTER
 (rows written by the dead attempt have no tree line naming their attempt, so
-``sitemaps-collect`` leaves them out). A worker that was silent too long (paused) and
+``sitemaps-collect`` leaves them out; its history is as it was, so the changes are
+exported again under the new attempt). A crash between 4 and 5 exports the site's
+changes again next run: at least once, never lost. A worker that was silent too long (paused) and
 finishes a site another worker took over is told so at 4: its attempt is not
 acknowledged, and ``sitemaps-collect`` keeps the newer one. While it runs, the worker
 renews its hold on its sites every quarter of CLAIM_AFTER, so a long site is never taken
@@ -57,7 +60,7 @@ from sitemap_crawl.queue.config import QueueConfig, display_url
 from sitemap_crawl.queue.files import lock_outputs, prepare_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
 from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue
-from sitemap_crawl.signals import site_finished, sitemap_node
+from sitemap_crawl.signals import site_acknowledged, site_finished, sitemap_node
 from sitemap_crawl.sites.shard import Shard
 from sitemap_crawl.tree_file import is_lines_file
 
@@ -352,7 +355,9 @@ class QueueWorker:
         self._acking.discard(site)
         self.ledger.forget(site)
         taken_back = self._taken_back.pop(site, None)
-        if outcome is Acknowledgement.ACKNOWLEDGED:
+        acknowledged = outcome is Acknowledgement.ACKNOWLEDGED
+        self.crawler.signals.send_catch_log(site_acknowledged, site=site, acknowledged=acknowledged)
+        if acknowledged:
             self.crawler.stats.inc_value(QUEUE_ACKED_STAT)
             return
         self.crawler.stats.inc_value(QUEUE_TAKEN_OVER_STAT)

@@ -184,7 +184,7 @@ class SitemapsSpider(Spider):
                     "The audit reads every sitemap: the history's requests are not conditional "
                     "(an unchanged sitemap is told by its body)"
                 )
-            spider.history = HistoryTracker(crawler, store, conditional=not audited)
+            spider.history = HistoryTracker(crawler, store, conditional=not audited, per_site=spider.queue is not None)
             spider.history.connect()
         crawler.signals.connect(spider._on_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._close_readers, signal=signals.spider_closed)
@@ -651,7 +651,7 @@ class SitemapsSpider(Spider):
                 return
             if self.history is not None:
                 attempt = self.queue.attempt_of(visit.site) if self.queue is not None else None
-                changes = self.history.start(visit.url, reader.kind, response, attempt)
+                changes = self.history.start(visit.url, visit.site, reader.kind, response, attempt)
             async for output in self._read_entries(discovery, visit, reader, final_url, broken_off, changes):
                 yield output
 
