@@ -42,7 +42,10 @@ class MallInfo2(ctypes.Structure):
 mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
 mallinfo2.restype = MallInfo2
 before = mallinfo2().hblkhd
-block = bytearray(300_000)  # a batch's findings, its JSON lines: a block of about 300 KB
+# blocks of about 300 KB (a batch's findings, its JSON lines); several of them, for a block
+# can come from a free chunk of the heap whatever the threshold (glibc maps one only when
+# the heap has no room for it)
+blocks = [bytearray(300_000) for _ in range(40)]
 print(mallinfo2().hblkhd - before)
 """
 
