@@ -8,7 +8,7 @@ import unicodedata
 from urllib.parse import SplitResult, urlsplit
 
 from sitemap_crawl.discovery.since import Since, SinceError, parse_since, parse_undated
-from sitemap_crawl.parsing.fields import usable_url
+from sitemap_crawl.parsing.fields import DEFAULT_PORTS, usable_url
 
 logger = logging.getLogger("sitemap_crawl")
 
@@ -76,7 +76,6 @@ def parse_homepage(value: object, normalize: bool) -> str:
     return f"{scheme}://{user}{at}{host_and_port.replace(parts.hostname, host, 1)}{path}"
 
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _NOT_IN_A_HOST = re.compile(r"[\s%<>\"{}|\\^`/?#@]")
 """Characters no host name holds (a space, a percent escape...)."""
 
@@ -100,7 +99,7 @@ def _site_host(host: str, parts: SplitResult, scheme: str) -> str:
     if ":" in host:  # IPv6
         host = f"[{host}]"
     port = parts.port
-    return host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
+    return host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
 
 
 def parse_sitemap_urls(value: object) -> list[str]:

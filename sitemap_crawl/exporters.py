@@ -171,6 +171,9 @@ class CsvPageExporter(_PageRows, CsvItemExporter):
             if self.include_headers_line:
                 self.csv_writer.writerow([output for _name, output in columns])
         names = [name for name, _output in columns]
+        if _writes_any_text(self.encoding):  # the common case: no row can fail, all at once
+            self.csv_writer.writerows(_csv_row(page_to_dict(page), names) for page in pages)
+            return
         writerow = self.csv_writer.writerow
         for _ in exported_rows(pages, lambda page: writerow(_csv_row(page_to_dict(page), names))):
             pass
@@ -190,6 +193,11 @@ class MarshalPageExporter(_PageRows, MarshalItemExporter):
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         for _ in exported_rows(pages, lambda page: marshal.dump(self._page_dict(page), self.file)):
             pass
+
+
+def _writes_any_text(encoding: str | None) -> bool:
+    """Whether a feed in ``encoding`` (None: UTF-8) can write any text (a UTF encoding)."""
+    return encoding is None or encoding.lower().replace("_", "-").startswith("utf")
 
 
 def exported_rows(pages: Iterable[SitemapPage], export: Callable[[SitemapPage], T]) -> Iterator[T]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 STATS_PREFIX = "sitemap_crawl"
 """First part of every stats key of sitemap_crawl."""
 
+ITEM_SCRAPED_COUNT_STAT = "item_scraped_count"
+"""Scrapy's count of scraped items (CoreStats): the tree extension counts a page batch as its pages."""
 PAGES_STAT = "sitemap_crawl/pages"
 """Pages the spider yielded."""
 NOT_FOLLOWED_STAT = "sitemap_crawl/not_followed"

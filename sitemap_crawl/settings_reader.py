@@ -5,6 +5,7 @@ The defaults themselves are :mod:`sitemap_crawl.default_settings`.
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -15,6 +16,8 @@ from sitemap_crawl.default_settings import DEFAULT_KNOWN_PATHS
 from sitemap_crawl.discovery.rules import KNOWN_PATHS_MODES
 from sitemap_crawl.parsing import Limits
 from sitemap_crawl.sites.shard import Shard
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["DEFAULTS", "DEFAULT_KNOWN_PATHS", "SETTINGS", "SettingError", "SettingsReader"]
 
@@ -29,6 +32,10 @@ DEFAULTS: dict[str, Any] = {
     if not name.removeprefix(default_settings.SETTING_PREFIX).startswith(default_settings.LOADER_PREFIX)
 }
 """The defaults the add-on sets: every setting but the loader's (worked out at crawl time)."""
+
+
+_LEAST_CLAIM_AFTER = 0.1
+"""SITEMAP_CRAWL_QUEUE_CLAIM_AFTER below this is taken as this (renewals every 25 ms at most)."""
 
 
 class SettingError(SpiderArgumentError):
@@ -105,6 +112,16 @@ class SettingsReader:
         for the first one out of it, before anything is fetched."""
         for name in CHECKED_PROPERTIES:
             getattr(self, name)
+
+    def check_for(self, spider_name: str) -> None:
+        """:meth:`check` for a spider's ``from_crawler``: a bad setting is logged in one
+        ERROR line (``Bad setting for the <name> spider: ...``) and raised, so that the crawl
+        stops at start with exit code 1."""
+        try:
+            self.check()
+        except SettingError as exc:
+            logger.error("Bad setting for the %s spider: %s", spider_name, exc)
+            raise
 
     @property
     def tree_file(self) -> str | None:
@@ -301,8 +318,9 @@ class SettingsReader:
 
     @property
     def queue_claim_after(self) -> float:
-        """Queue runs: seconds after which a silent worker's site is taken over (SITEMAP_CRAWL_QUEUE_CLAIM_AFTER)."""
-        return self._seconds("SITEMAP_CRAWL_QUEUE_CLAIM_AFTER", positive=True)
+        """Queue runs: seconds after which a silent worker's site is taken over (SITEMAP_CRAWL_QUEUE_CLAIM_AFTER;
+        at least 0.1: a worker renews its hold every quarter of it)."""
+        return max(_LEAST_CLAIM_AFTER, self._seconds("SITEMAP_CRAWL_QUEUE_CLAIM_AFTER", positive=True))
 
     @property
     def queue_max_attempts(self) -> int:

@@ -50,7 +50,7 @@ from sitemap_crawl.loader import (
     SitemapRequestLoader,
 )
 from sitemap_crawl.parsing.fields import normalize_change_frequency, normalize_date, normalize_priority
-from sitemap_crawl.settings_reader import SettingError, SettingsReader
+from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.wiring import add_unreachable_host_middleware
 
 if TYPE_CHECKING:
@@ -168,11 +168,7 @@ class SitemapSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        try:
-            SettingsReader(crawler.settings).check()
-        except SettingError as exc:
-            logger.error("Bad setting for the %s spider: %s", spider.name, exc)
-            raise
+        SettingsReader(crawler.settings).check_for(spider.name)
         spider.sitemap_loader = spider.make_sitemap_loader(crawler)
         return spider
 

@@ -8,6 +8,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.rules import Rule
+from sitemap_crawl.parsing.fields import DEFAULT_PORTS
 
 _MUST_ESCAPE = re.compile(r"[\x00-\x20\x7f\"<>\\^`{|}]|[^\x00-\x7f]")
 _FREE_TO_WRITE = bytes(code for code in range(128) if code == 0x0A or not _MUST_ESCAPE.match(chr(code)))
@@ -21,9 +22,6 @@ def _needs_escaping(joined: str) -> bool:
     return not joined.isascii() or bool(joined.encode("ascii").translate(None, _FREE_TO_WRITE))
 
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
 def host_of(parts: SplitResult) -> str:
     """The host a split URL names, as the audit compares hosts: its name in lower case, and
     its port when one is written that is not the scheme's default (``example.com:8080``: another
@@ -33,7 +31,7 @@ def host_of(parts: SplitResult) -> str:
         port = parts.port
     except ValueError:  # not a number, or out of range: compared as written
         return f"{name}:{parts.netloc.rpartition(':')[2]}"
-    if port is None or port == _DEFAULT_PORTS.get(parts.scheme.lower()):
+    if port is None or port == DEFAULT_PORTS.get(parts.scheme.lower()):
         return name
     return f"{name}:{port}"
 

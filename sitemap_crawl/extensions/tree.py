@@ -27,7 +27,7 @@ from scrapy.exceptions import NotConfigured
 
 from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage
 from sitemap_crawl.kinds import NodeKind
-from sitemap_crawl.names import ERRORS_STAT, PAGES_STAT, SITEMAPS_STAT, SITES_STAT
+from sitemap_crawl.names import ERRORS_STAT, ITEM_SCRAPED_COUNT_STAT, PAGES_STAT, SITEMAPS_STAT, SITES_STAT
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.signals import site_finished, site_tree, sitemap_node
 from sitemap_crawl.tree import SitemapTree
@@ -36,8 +36,6 @@ from sitemap_crawl.tree_file import TreeFile
 TREE_LOGGER = "sitemap_crawl.pipelines"
 """The logger of the tree's log lines: the name they had when the tree was a pipeline."""
 logger = logging.getLogger(TREE_LOGGER)
-ITEM_SCRAPED_COUNT_STAT = "item_scraped_count"
-"""Scrapy's count of scraped items (CoreStats): a page batch counts as its pages."""
 
 _INSTANCES: weakref.WeakKeyDictionary[Crawler, SitemapTreeExtension] = weakref.WeakKeyDictionary()
 

@@ -235,6 +235,8 @@ def _usable_origin(origin: str) -> bool:
 
 
 _HTTP_SCHEMES = ("http://", "https://")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+"""The port a URL of each scheme has when it names none."""
 
 
 def _has_unprintable(value: str) -> bool:

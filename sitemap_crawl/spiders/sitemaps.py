@@ -58,7 +58,7 @@ from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
 from sitemap_crawl.queue.config import parse_queue_url
-from sitemap_crawl.settings_reader import SettingError, SettingsReader
+from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, page_batch
 from sitemap_crawl.signals import site_finished, sitemap_node
 from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
@@ -146,11 +146,7 @@ class SitemapsSpider(Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.arguments = dict(kwargs)  # a helper crawl process gets the same
         config = SettingsReader(crawler.settings)
-        try:
-            config.check()  # here: _setup reads them once start() runs, too late for one clean line
-        except SettingError as exc:
-            logger.error("Bad setting for the %s spider: %s", spider.name, exc)
-            raise
+        config.check_for(spider.name)  # here: _setup reads them once start() runs, too late for one clean line
         spider.known_paths_mode = config.known_paths_mode
         if spider.queue is not None:
             try:
