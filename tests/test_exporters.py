@@ -1,5 +1,7 @@
 """The page-aware exporters (sitemap_crawl/exporters.py) against Scrapy's own: a page batch
-is exported page by page, and FEED_EXPORT_FIELDS keeps Scrapy's meaning in every format."""
+is exported page by page, FEED_EXPORT_FIELDS keeps Scrapy's meaning in every format, and a
+conditional page field (``attempt``) is left out of every format while None, written when
+set (in CSV the column is there when the first row has it)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from sitemap_crawl.exporters import (
     PicklePageExporter,
     XmlPageExporter,
 )
-from sitemap_crawl.items import PageBatch, SitemapPage
+from sitemap_crawl.items import PAGE_FIELDS, PageBatch, SitemapPage
 
 SITEMAP = "http://a.test/map.xml"
 
@@ -86,3 +88,39 @@ def test_xml_and_pickle_leave_out_a_named_field_the_page_lacks() -> None:
     assert pickle.loads(export(PicklePageExporter, batch("a"), fields_to_export=fields)) == {
         "address": "http://a.test/a"
     }
+
+
+def batch_with_attempt(attempt: str | None) -> PageBatch:
+    """Two pages whose conditional field ``attempt`` is ``attempt``."""
+    pages = [SitemapPage(f"http://a.test/p{i}", SITEMAP, website="http://a.test/") for i in range(2)]
+    for page in pages:
+        page.attempt = attempt
+    return PageBatch(SITEMAP, (0,), pages, "http://a.test/")
+
+
+@pytest.mark.parametrize("options", [{"ensure_ascii": False, "encoding": "utf-8"}, {}])
+@pytest.mark.parametrize("exporter_class", [JsonLinesPageExporter, JsonPageExporter])
+def test_json_rows_have_attempt_only_when_set(exporter_class: type, options: dict[str, object]) -> None:
+    # the first options take the orjson fast path, the others Scrapy's encoder
+    def rows(data: bytes) -> list[dict[str, object]]:
+        text = data.decode()
+        return json.loads(text) if exporter_class is JsonPageExporter else [json.loads(x) for x in text.splitlines()]
+
+    assert [list(row) for row in rows(export(exporter_class, batch_with_attempt(None), **options))] == [
+        list(PAGE_FIELDS)
+    ] * 2
+    with_attempt = rows(export(exporter_class, batch_with_attempt("1-0/2"), **options))
+    assert [list(row) for row in with_attempt] == [[*PAGE_FIELDS, "attempt"]] * 2
+    assert {row["attempt"] for row in with_attempt} == {"1-0/2"}
+
+
+def test_csv_has_the_attempt_column_when_the_first_row_has_it() -> None:
+    plain = list(csv.reader(io.StringIO(export(CsvPageExporter, batch_with_attempt(None)).decode())))
+    assert plain[0] == list(PAGE_FIELDS)
+    queued = list(csv.reader(io.StringIO(export(CsvPageExporter, batch_with_attempt("1-0/1")).decode())))
+    assert queued[0] == [*PAGE_FIELDS, "attempt"] and queued[1][-1] == "1-0/1"
+
+
+def test_xml_rows_have_attempt_only_when_set() -> None:
+    assert b"<attempt>" not in export(XmlPageExporter, batch_with_attempt(None))
+    assert export(XmlPageExporter, batch_with_attempt("1-0/1")).count(b"<attempt>1-0/1</attempt>") == 2
