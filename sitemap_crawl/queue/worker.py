@@ -256,6 +256,7 @@ class QueueWorker:
             )
             self._taken_back[homepage] = Lease(lease.entry_id, homepage, lease.deliveries, lease.previous_holder)
             self._lost.discard(homepage)  # held again: renewed again
+            self.crawler.stats.inc_value(QUEUE_CLAIMED_STAT)
             return
         if held is not None or homepage in self.spider.sites:
             return  # cannot happen (each homepage is queued once): never map a site twice at once
@@ -360,6 +361,12 @@ class QueueWorker:
         if acknowledged:
             self.crawler.stats.inc_value(QUEUE_ACKED_STAT)
             return
+        if taken_back is not None:  # (this worker holds the newer attempt: nothing was lost)
+            logger.info("%s: mapping it again under attempt %s, the one that holds it", site, taken_back.attempt)
+            self.held[site] = taken_back
+            self._ready.append(taken_back)
+            self.spider._open_sites()
+            return
         self.crawler.stats.inc_value(QUEUE_TAKEN_OVER_STAT)
         logger.log(
             logging.INFO if reported else logging.WARNING,
@@ -370,10 +377,6 @@ class QueueWorker:
             if outcome is Acknowledgement.TAKEN_OVER
             else "a newer attempt was acknowledged, or the site was dead-lettered",
         )
-        if taken_back is not None:
-            self.held[site] = taken_back
-            self._ready.append(taken_back)
-            self.spider._open_sites()
 
     def _send_finished(self, site: str, unreachable: str | None, attempt: str | None) -> None:
         assert self.crawler is not None
