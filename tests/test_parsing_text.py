@@ -206,3 +206,9 @@ def test_control_and_unicode_space_characters_in_a_line_are_percent_encoded_utf8
         "https://shop.example/c/2%C2%85x",
         "https://shop.example/c/3%EF%BF%BEx",  # the control character at the end is dropped
     ]
+
+
+def test_a_unicode_space_or_control_character_before_a_line_is_dropped() -> None:
+    # as around a <loc>: the line is the URL after it (it was lost)
+    body = "\u00a0https://shop.example/a\n\u3000https://shop.example/b\u3000\n\x01https://shop.example/c\n"
+    assert text_urls(body.encode()) == ["https://shop.example/a", "https://shop.example/b", "https://shop.example/c"]

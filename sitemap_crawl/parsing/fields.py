@@ -157,9 +157,7 @@ def resolve_url(text: str | None, base_url: str) -> str | None:
     """
     if text is None:
         return None
-    value = text.strip()
-    if value and (value[0] < " " or value[-1] < " "):
-        value = _EDGE_CONTROLS.sub("", value)
+    value = strip_url_text(text)
     if not value.startswith(_HTTP_SCHEMES):  # (the common case is: already absolute)
         if not value[:8].lower().startswith(_HTTP_SCHEMES):
             return _resolve_relative(value, base_url)
@@ -167,6 +165,14 @@ def resolve_url(text: str | None, base_url: str) -> str | None:
         value = scheme.lower() + ":" + rest
     url = _quote_unprintable(value) if _has_unprintable(value) else value
     return url if usable_url(url) else None
+
+
+def strip_url_text(text: str) -> str:
+    """A URL's text without the whitespace (Unicode's too) and C0 control characters around it."""
+    value = text.strip()
+    if value and (value[0] < " " or value[-1] < " "):
+        value = _EDGE_CONTROLS.sub("", value)
+    return value
 
 
 def local_child_url(text: str | None, index_url: str) -> str | None:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from sitemap_crawl.items import SitemapPage
-from sitemap_crawl.parsing.fields import resolve_url
+from sitemap_crawl.parsing.fields import resolve_url, strip_url_text
 
 MAX_LINE_LENGTH = 64 * 1024
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -76,6 +76,8 @@ def page_from_line(line: bytes, sitemap_url: str) -> SitemapPage | None:
     value = line.strip()
     if value.startswith(_UTF8_BOM):  # a BOM before the first line
         value = value[len(_UTF8_BOM) :].lstrip()
+    if value[:1] and (value[0] < 0x20 or value[0] >= 0x80):  # a control or a Unicode space before it?
+        value = strip_url_text(value.decode("utf-8", "replace")).encode("utf-8")
     if not value[:8].lower().startswith(_SCHEMES) or b" " in value or b"\t" in value:
         return None
     url = resolve_url(value.decode("utf-8", "replace"), sitemap_url)
