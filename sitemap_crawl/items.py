@@ -156,8 +156,14 @@ class NodeReport:
 
     @property
     def rows(self) -> int:
-        """The rows its sitemap gave the feeds: its pages, or in a history run its changes."""
-        return self.page_count if self.change is None else self.changes or 0
+        """The rows its sitemap gave the feeds (:func:`node_rows`)."""
+        return node_rows(self.page_count, self.change, self.changes)
+
+
+def node_rows(page_count: int | None, change: str | None, changes: int | None) -> int:
+    """The rows a tree node's sitemap gave the feeds: its pages, or, in a history run (a node
+    with a ``change``), the changes it exported (a history run's rows are its changes)."""
+    return int((page_count if change is None else changes) or 0)
 
 
 SitemapNodeItem = NodeReport

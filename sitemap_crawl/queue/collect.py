@@ -30,6 +30,8 @@ from typing import IO, Any
 
 import orjson
 
+from sitemap_crawl.items import node_rows
+
 
 @dataclass
 class CollectReport:
@@ -75,8 +77,8 @@ def tree_row_count(tree: dict[str, Any]) -> int:
     """The rows a site's tree counts: every node's ``page_count``, or, for a node of a history
     run (one with ``change``), the rows it exported (``changes``): a history run's rows are
     the changes, not the pages."""
-    own = tree.get("changes") if "change" in tree else tree.get("page_count")
-    return int(own or 0) + sum(tree_row_count(child) for child in tree.get("sub_sitemaps") or ())
+    own = node_rows(tree.get("page_count"), tree.get("change"), tree.get("changes"))
+    return own + sum(tree_row_count(child) for child in tree.get("sub_sitemaps") or ())
 
 
 def attempt_order(attempt: str) -> tuple[int, int, int]:
