@@ -20,6 +20,7 @@ resumption with JOBDIR, and progress lines in the log.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import re
@@ -263,9 +264,25 @@ class SitemapSpider(Spider):
             candidates += [dataclasses.replace(page, url=href) for href in alternate]
         for candidate in candidates:
             if host is not None and not host.search(_hostname(candidate.url)):
-                logger.debug("Filtered offsite page %s", candidate.url)
+                self._count_offsite(candidate.url)
                 continue
             yield candidate
+
+    def _count_offsite(self, url: str) -> None:
+        """A page left out by allowed_domains before it is requested: logged and counted by
+        Scrapy's OffsiteMiddleware as if it had dropped the request (its DEBUG line, the
+        ``offsite/filtered`` and ``offsite/domains`` stats), when that middleware is enabled."""
+        from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
+        from scrapy.exceptions import IgnoreRequest
+
+        engine: Any = self.crawler.engine if hasattr(self, "crawler") else None
+        middlewares = engine.downloader.middleware.middlewares if engine is not None else ()
+        offsite = next((middleware for middleware in middlewares if isinstance(middleware, OffsiteMiddleware)), None)
+        if offsite is None:
+            logger.debug("Filtered offsite page %s", url)
+            return
+        with contextlib.suppress(IgnoreRequest):
+            offsite.process_request(Request(url))
 
     @staticmethod
     def _page_of(entry: Any, sitemap_url: str) -> SitemapPage | None:
