@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.support import robots, urlset
-from tests.support.crawl import REPO_ROOT, CrawlRunner, RunningCrawl
+from tests.support.crawl import REPO_ROOT, CrawlResult, CrawlRunner, RunningCrawl
 from tests.support.fixture_server import FixtureServer, Route, RouteLike, SiteFactory
 from tests.support.queue_server import QueueServer
 
@@ -300,24 +300,33 @@ def test_a_server_gone_mid_run_stops_the_worker_cleanly(
     }  # every site it finished has all its rows
 
 
-def test_a_slow_worker_that_finishes_a_claimed_site_gives_a_second_copy_that_collect_drops(
-    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
-) -> None:
-    # worker one is paused (SIGSTOP) while it maps s00; worker two claims s00 after
-    # CLAIM_AFTER and finishes it; worker one resumes and finishes it too
+def second_works_while_first_is_paused(
+    crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path, site: FixtureServer, path: str
+) -> tuple[CrawlResult, CrawlResult]:
+    """Worker one starts and is paused (SIGSTOP) once ``path`` is requested; worker two runs to
+    its end meanwhile (CLAIM_AFTER 1 s: it takes one's site over); one resumes and ends.
+    Their results, (one, two)."""
     import signal
 
-    site, expected = sites(fixture_site, 1, slow={"s00.test": 3})
-    enqueue(queue_server, list(expected))
     claim = {"SITEMAP_CRAWL_QUEUE_CLAIM_AFTER": 1}
     first = worker(crawl, queue_server, "one", tmp_path, **claim)
-    assert site.wait_for("/map-0.xml", timeout=30)
+    assert site.wait_for(path, timeout=30)
     first.process.send_signal(signal.SIGSTOP)
     try:
         second = worker(crawl, queue_server, "two", tmp_path, **claim).wait(60).assert_ok()
     finally:
         first.process.send_signal(signal.SIGCONT)
-    one = first.wait(60).assert_ok()
+    return first.wait(60).assert_ok(), second
+
+
+def test_a_slow_worker_that_finishes_a_claimed_site_gives_a_second_copy_that_collect_drops(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # worker one is paused (SIGSTOP) while it maps s00; worker two claims s00 after
+    # CLAIM_AFTER and finishes it; worker one resumes and finishes it too
+    site, expected = sites(fixture_site, 1, slow={"s00.test": 3})
+    enqueue(queue_server, list(expected))
+    one, second = second_works_while_first_is_paused(crawl, queue_server, tmp_path, site, "/map-0.xml")
 
     assert second.stats["sitemap_crawl/queue/claimed"] == 1
     assert "was taken over by another worker" not in second.log  # its own acknowledgement is no loss
@@ -340,21 +349,11 @@ def test_a_paused_worker_whose_taken_over_site_failed_loses_no_page(
     # failed meanwhile (the connection dropped), and it writes a complete-looking line for the
     # site with no pages, in trees-one.jsonl, which sorts before trees-two.jsonl. The server
     # does not acknowledge one's attempt and collect keeps two's, the newer one.
-    import signal
-
     site, expected = sites(fixture_site, 1)
     homepage = next(iter(expected))
     site["//s00.test/robots.txt"] = Route(robots(f"{homepage}map-0.xml"), delay=1, drop_connection=True, fail_times=1)
     enqueue(queue_server, list(expected))
-    claim = {"SITEMAP_CRAWL_QUEUE_CLAIM_AFTER": 1}
-    first = worker(crawl, queue_server, "one", tmp_path, **claim)
-    assert site.wait_for("/robots.txt", timeout=30)
-    first.process.send_signal(signal.SIGSTOP)
-    try:
-        second = worker(crawl, queue_server, "two", tmp_path, **claim).wait(60).assert_ok()
-    finally:
-        first.process.send_signal(signal.SIGCONT)
-    one = first.wait(60).assert_ok()
+    one, second = second_works_while_first_is_paused(crawl, queue_server, tmp_path, site, "/robots.txt")
 
     assert second.stats["sitemap_crawl/queue/acknowledged"] == 1
     assert one.stats.get("sitemap_crawl/queue/acknowledged", 0) == 0
