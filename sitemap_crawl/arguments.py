@@ -87,7 +87,7 @@ def _ascii_host(homepage: str, host: str) -> str:
     if host.isascii():
         return host
     try:
-        return unicodedata.normalize("NFKC", host).encode("idna").decode("ascii")
+        return unicodedata.normalize("NFKC", host).encode("idna").decode("ascii").lower()  # (ℌ -> H -> h)
     except UnicodeError:
         raise SpiderArgumentError(
             f"homepage={homepage!r} is not an http(s) URL: its host is not a valid internationalised domain name"

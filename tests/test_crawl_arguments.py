@@ -63,6 +63,8 @@ def test_a_host_no_name_can_hold_is_a_bad_homepage(homepage: str) -> None:
         ("http://\uff42ücher.test/", True, "http://xn--bcher-kva.test/"),  # NFKC first, as w3lib
         ("https://xn--bcher-kva.test/", True, "https://xn--bcher-kva.test/"),
         ("http://user@bücher.test:8080/Katalog", False, "http://user@xn--bcher-kva.test:8080/Katalog/"),
+        ("http://\u210cost.example/", True, "http://host.example/"),  # NFKC makes capitals: lowered too
+        ("http://\U0001d404\U0001d417.com/", True, "http://ex.com/"),
     ],
 )
 def test_a_host_beyond_ascii_is_reduced_to_its_idna_form(homepage: str, normalize: bool, expected: str) -> None:

@@ -296,3 +296,9 @@ def test_parse_yes_no(raw: str | None, expected: bool | None) -> None:
 @pytest.mark.parametrize(("raw", "expected"), [("  a title ", "a title"), ("", None), ("  \n ", None), (None, None)])
 def test_clean_text(raw: str | None, expected: str | None) -> None:
     assert clean_text(raw) == expected
+
+
+@pytest.mark.parametrize("invisible", ["\ufeff", "\u200b", "\u2060"])
+def test_an_invisible_format_character_around_a_url_is_dropped(invisible: str) -> None:
+    # a byte order mark or a zero-width space an export left before the URL: not a relative path
+    assert resolve_url(f"{invisible}https://www.example.org/a{invisible}", SITEMAP_URL) == "https://www.example.org/a"

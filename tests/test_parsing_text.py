@@ -212,3 +212,7 @@ def test_a_unicode_space_or_control_character_before_a_line_is_dropped() -> None
     # as around a <loc>: the line is the URL after it (it was lost)
     body = "\u00a0https://shop.example/a\n\u3000https://shop.example/b\u3000\n\x01https://shop.example/c\n"
     assert text_urls(body.encode()) == ["https://shop.example/a", "https://shop.example/b", "https://shop.example/c"]
+
+
+def test_a_zero_width_space_before_a_line_is_dropped() -> None:
+    assert text_urls("\u200bhttps://shop.example/a\n".encode()) == ["https://shop.example/a"]

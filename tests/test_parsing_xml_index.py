@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sitemap_crawl.items import SitemapRef
@@ -88,6 +90,20 @@ def test_a_local_index_names_the_files_of_its_own_folder_only() -> None:
         "file:///data/sitemaps/b.xml.gz",
         "https://www.example.org/c.xml",
     ]
+
+
+def test_a_symbolic_link_out_of_a_local_indexs_folder_is_not_followed(tmp_path: Path) -> None:
+    folder, outside = tmp_path / "site", tmp_path / "private"
+    folder.mkdir()
+    outside.mkdir()
+    (outside / "secret.xml").write_text("<urlset/>", encoding="utf-8")
+    (folder / "ok.xml").write_text("<urlset/>", encoding="utf-8")
+    (folder / "link.xml").symlink_to(outside / "secret.xml")
+    (folder / "dirlink").symlink_to(outside)
+    body = index(
+        "".join(f"<sitemap><loc>{name}</loc></sitemap>" for name in ("ok.xml", "link.xml", "dirlink/secret.xml"))
+    )
+    assert [ref.url for ref in refs(body, (folder / "index.xml").as_uri())] == [(folder / "ok.xml").as_uri()]
 
 
 def test_a_remote_index_never_names_a_local_file() -> None:

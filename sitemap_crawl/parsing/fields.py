@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import posixpath
 import re
 from datetime import UTC, date, datetime
@@ -14,8 +15,12 @@ DEFAULT_PRIORITY = 0.5
 
 _REDUCED_PRECISION_DATE = re.compile(r"\d{4}(-\d{2})?")
 _SPACE_BEFORE_OFFSET = re.compile(r"\s+(?=[+-]\d{2}:?\d{2}$|Z$)")
-_EDGE_CONTROLS = re.compile(r"^[\s\x00-\x1f]+|[\s\x00-\x1f]+$")
-"""What is dropped around a URL: whitespace (Unicode's too) and C0 control characters."""
+_INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060"
+"""Invisible format characters (a byte order mark, zero-width spaces and joiners) that an
+editor or an export may leave around a URL."""
+_EDGE_CONTROLS = re.compile(rf"^[\s\x00-\x1f{_INVISIBLE}]+|[\s\x00-\x1f{_INVISIBLE}]+$")
+"""What is dropped around a URL: whitespace (Unicode's too), C0 control characters and
+invisible format characters."""
 
 
 @lru_cache(maxsize=8192)
@@ -168,9 +173,10 @@ def resolve_url(text: str | None, base_url: str) -> str | None:
 
 
 def strip_url_text(text: str) -> str:
-    """A URL's text without the whitespace (Unicode's too) and C0 control characters around it."""
+    """A URL's text without the whitespace (Unicode's too), C0 control characters and
+    invisible format characters (U+FEFF, U+200B...) around it."""
     value = text.strip()
-    if value and (value[0] < " " or value[-1] < " "):
+    if value and (value[0] < " " or value[-1] < " " or value[0] in _INVISIBLE or value[-1] in _INVISIBLE):
         value = _EDGE_CONTROLS.sub("", value)
     return value
 
@@ -180,7 +186,9 @@ def local_child_url(text: str | None, index_url: str) -> str | None:
     (relative ones resolved against the index) at or below the index's own folder, or None.
 
     Only a local index may name local files, and only its folder's: an index downloaded
-    from a site cannot make the crawl read other files of the machine.
+    from a site cannot make the crawl read other files of the machine. The one place the
+    parser looks at the file system: the paths are compared with their symbolic links
+    resolved (a link in the folder may point outside it).
     """
     if text is None or not index_url.startswith("file:"):
         return None
@@ -191,8 +199,8 @@ def local_child_url(text: str | None, index_url: str) -> str | None:
         return None
     if not url.startswith("file:") or not path:
         return None
-    folder = posixpath.dirname(posixpath.normpath(unquote(urlsplit(index_url).path)))
-    file_path = posixpath.normpath(unquote(path))
+    folder = os.path.realpath(posixpath.dirname(unquote(urlsplit(index_url).path)))
+    file_path = os.path.realpath(unquote(path))  # (symbolic links followed: one may point outside)
     return url if file_path.startswith(folder.rstrip("/") + "/") else None
 
 
