@@ -18,9 +18,10 @@ _SPACE_BEFORE_OFFSET = re.compile(r"\s+(?=[+-]\d{2}:?\d{2}$|Z$)")
 _INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060"
 """Invisible format characters (a byte order mark, zero-width spaces and joiners) that an
 editor or an export may leave around a URL."""
-_EDGE_CONTROLS = re.compile(rf"^[\s\x00-\x1f{_INVISIBLE}]+|[\s\x00-\x1f{_INVISIBLE}]+$")
-"""What is dropped around a URL: whitespace (Unicode's too), C0 control characters and
-invisible format characters."""
+_URL_EDGES = "".join(chr(code) for code in range(0x3001) if chr(code).isspace() or code < 0x20) + _INVISIBLE
+"""What is dropped around a URL: whitespace (every character ``str.strip()`` drops: none is
+past U+3000), C0 control characters and invisible format characters. One ``str.strip`` with
+them costs about half a check of the ends after a plain ``strip()``."""
 
 
 @lru_cache(maxsize=8192)
@@ -162,7 +163,7 @@ def resolve_url(text: str | None, base_url: str) -> str | None:
     """
     if text is None:
         return None
-    value = strip_url_text(text)
+    value = text.strip(_URL_EDGES)  # (strip_url_text, without a call: the crawl's hot path)
     if not value.startswith(_HTTP_SCHEMES):  # (the common case is: already absolute)
         if not value[:8].lower().startswith(_HTTP_SCHEMES):
             return _resolve_relative(value, base_url)
@@ -175,10 +176,7 @@ def resolve_url(text: str | None, base_url: str) -> str | None:
 def strip_url_text(text: str) -> str:
     """A URL's text without the whitespace (Unicode's too), C0 control characters and
     invisible format characters (U+FEFF, U+200B...) around it."""
-    value = text.strip()
-    if value and (value[0] < " " or value[-1] < " " or value[0] in _INVISIBLE or value[-1] in _INVISIBLE):
-        value = _EDGE_CONTROLS.sub("", value)
-    return value
+    return text.strip(_URL_EDGES)
 
 
 def local_child_url(text: str | None, index_url: str) -> str | None:
