@@ -272,12 +272,11 @@ class SitemapSpider(Spider):
         """A page left out by allowed_domains before it is requested: logged and counted by
         Scrapy's OffsiteMiddleware as if it had dropped the request (its DEBUG line, the
         ``offsite/filtered`` and ``offsite/domains`` stats), when that middleware is enabled."""
-        from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
         from scrapy.exceptions import IgnoreRequest
 
-        engine: Any = self.crawler.engine if hasattr(self, "crawler") else None
-        middlewares = engine.downloader.middleware.middlewares if engine is not None else ()
-        offsite = next((middleware for middleware in middlewares if isinstance(middleware, OffsiteMiddleware)), None)
+        from sitemap_crawl.loader.tracking import offsite_middleware
+
+        offsite = offsite_middleware(self.crawler) if hasattr(self, "crawler") else None
         if offsite is None:
             logger.debug("Filtered offsite page %s", url)
             return

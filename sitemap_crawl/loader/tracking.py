@@ -339,14 +339,9 @@ class ScrapyBinding:
         return self._referrers[key]
 
     def _offsite_middleware(self) -> Any:
-        """Scrapy's OffsiteMiddleware among the downloader middlewares, or None."""
+        """Scrapy's OffsiteMiddleware among the downloader middlewares, or None (looked up once)."""
         if self._offsite is None:
-            from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
-
-            engine: Any = self.crawler.engine
-            self._offsite = _middleware(
-                engine.downloader.middleware.middlewares if engine is not None else (), OffsiteMiddleware
-            )
+            self._offsite = offsite_middleware(self.crawler) or False
         return self._offsite or None
 
     def _engine_quiet(self) -> bool:
@@ -445,6 +440,15 @@ async def page_requests(
 
 _REFERRERS_KEPT = 4096
 """(sitemap, origin) pairs whose Referer is kept (then the cache starts again)."""
+
+
+def offsite_middleware(crawler: Crawler) -> Any:
+    """The crawl's enabled OffsiteMiddleware (Scrapy's downloader middleware), or None."""
+    from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
+
+    engine: Any = crawler.engine
+    middlewares = engine.downloader.middleware.middlewares if engine is not None else ()
+    return _middleware(middlewares, OffsiteMiddleware) or None
 
 
 def _middleware(middlewares: Any, kind: type) -> Any:
