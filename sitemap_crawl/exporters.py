@@ -114,11 +114,10 @@ class JsonLinesPageExporter(_PageRows, JsonLinesItemExporter):
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         page_bytes = self._page_bytes()
-        batch = list(pages)
-        try:  # the whole batch at once: the crawl's hot path
-            data = b"\n".join([page_bytes(page) for page in batch])
-        except Exception:  # a page that cannot be written: again page by page, each failure logged
-            data = b"\n".join(exported_rows(batch, page_bytes))
+        if _writes_any_text(self.encoding):  # the common case: no page can fail, all at once
+            data = b"\n".join([page_bytes(page) for page in pages])
+        else:  # page by page, each failure logged
+            data = b"\n".join(exported_rows(pages, page_bytes))
         if data:
             self.file.write(data + b"\n")
 
@@ -196,7 +195,8 @@ class MarshalPageExporter(_PageRows, MarshalItemExporter):
 
 
 def _writes_any_text(encoding: str | None) -> bool:
-    """Whether a feed in ``encoding`` (None: UTF-8) can write any text (a UTF encoding)."""
+    """Whether a feed in ``encoding`` (None: UTF-8) can write any text (a UTF encoding): then
+    a batch's rows are written at once, else page by page (:func:`exported_rows`)."""
     return encoding is None or encoding.lower().replace("_", "-").startswith("utf")
 
 
