@@ -16,7 +16,7 @@ from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.discovery import RobotsRules, SitemapDeclarations, check_robots
 from sitemap_crawl.audit.duplicates import SitemapListing
 from sitemap_crawl.audit.finding import Finding
-from sitemap_crawl.audit.location import SitemapPlace, check_url, check_urls, url_host
+from sitemap_crawl.audit.location import SitemapPlace, check_url, check_urls, url_host_and_port
 from sitemap_crawl.audit.rules import SEVERITY_OF, Rule
 from sitemap_crawl.audit.scan import (
     INDEX,
@@ -182,7 +182,7 @@ class SiteAudit:
         self.declared |= declared
         self.declarations.add(robots_url, declared)
         if user_agent is not None:
-            self._robots[url_host(robots_url)] = RobotsRules(body, user_agent)
+            self._robots[url_host_and_port(robots_url)] = RobotsRules(body, user_agent)
 
     def audit_fetch(
         self, url: str, final_url: str, status: int, content_type: str = "", *, known_path: bool = False
@@ -199,10 +199,14 @@ class SiteAudit:
             yield self.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}")
         if content_type.startswith("text/html"):
             yield self.finding(rules.SERVED_AS_HTML, final_url, None, f"Content-Type {content_type}")
-        robots = self._robots.get(url_host(url))
+        robots = self._robots.get(url_host_and_port(url))
         if robots is not None and robots.disallows(url):
             yield self.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
-        elif final_url != url and (robots := self._robots.get(url_host(final_url))) and robots.disallows(final_url):
+        elif (
+            final_url != url
+            and (robots := self._robots.get(url_host_and_port(final_url)))
+            and robots.disallows(final_url)
+        ):
             detail = f"redirects to {final_url}, which is disallowed for {robots.user_agent!r}"
             yield self.finding(rules.SITEMAP_DISALLOWED, url, final_url, detail)
         if known_path and url not in self.declared:
@@ -307,7 +311,7 @@ class SiteAudit:
         sitemap (under one of its ``names``: its URL, and the one asked for if it redirected)."""
         if loc[:5].lower() == "file:":
             return detail  # no host: no robots.txt to vouch for it
-        host = url_host(loc)
+        host = url_host_and_port(loc)
         robots_url = urljoin(loc, "/robots.txt")
         if any(self.declarations.declares(host, name) for name in names):
             return None

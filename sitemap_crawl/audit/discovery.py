@@ -9,7 +9,7 @@ from urllib.parse import urljoin, urlsplit
 from protego import Protego  # the robots.txt parser Scrapy ships (pure Python, no Scrapy)
 
 from sitemap_crawl.audit import rules
-from sitemap_crawl.audit.location import url_host
+from sitemap_crawl.audit.location import url_host_and_port
 from sitemap_crawl.audit.rules import Rule
 from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.robots import decode_robots
@@ -131,7 +131,7 @@ def _pattern_prefixes(text: str, user_agent: str) -> tuple[str, ...] | None:
 
 
 class SitemapDeclarations:
-    """What every robots.txt the audit read declares, by host (and port: :func:`url_host`):
+    """What every robots.txt the audit read declares, by host (and port: :func:`url_host_and_port`):
     the cross-submission test.
 
     The protocol lets a sitemap list pages of another host when that host's robots.txt
@@ -145,7 +145,7 @@ class SitemapDeclarations:
 
     def add(self, robots_url: str, sitemap_urls: Iterable[str]) -> None:
         """Note that ``robots_url`` was read and declares ``sitemap_urls`` (absolute)."""
-        host = url_host(robots_url)
+        host = url_host_and_port(robots_url)
         self._hosts.add(url_hash(host))
         for url in sitemap_urls:
             self._pairs.add(url_hash(f"{host} {url}"))

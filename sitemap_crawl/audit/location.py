@@ -22,7 +22,7 @@ def _needs_escaping(joined: str) -> bool:
     return not joined.isascii() or bool(joined.encode("ascii").translate(None, _FREE_TO_WRITE))
 
 
-def host_of(parts: SplitResult) -> str:
+def host_and_port(parts: SplitResult) -> str:
     """The host a split URL names, as the audit compares hosts: its name in lower case, and
     its port when one is written that is not the scheme's default (``example.com:8080``: another
     port is another site, with its own robots.txt)."""
@@ -36,10 +36,10 @@ def host_of(parts: SplitResult) -> str:
     return f"{name}:{port}"
 
 
-def url_host(url: str) -> str:
-    """:func:`host_of` a URL ("" when it cannot be split)."""
+def url_host_and_port(url: str) -> str:
+    """:func:`host_and_port` a URL ("" when it cannot be split)."""
     try:
-        return host_of(urlsplit(url))
+        return host_and_port(urlsplit(url))
     except ValueError:
         return ""
 
@@ -60,8 +60,8 @@ class SitemapPlace:
         self.names = (sitemap_url,) if requested_url in (None, sitemap_url) else (sitemap_url, requested_url)
         """Its URL, and the one asked for when that redirected to it (robots.txt may declare either)."""
         self.scheme = parts.scheme.lower()
-        self.host = host_of(parts)
-        """Its host (and port, unless the default: :func:`host_of`)."""
+        self.host = host_and_port(parts)
+        """Its host (and port, unless the default: :func:`host_and_port`)."""
         self.directory = parts.path[: parts.path.rfind("/") + 1] or "/"
         self.origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
         """``scheme://netloc`` as the sitemap writes them: a page URL that starts so is on its host."""
@@ -106,7 +106,7 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
     if scheme == "file":
         yield rules.OTHER_HOST, f"a local file, the sitemap is on {place.host}"
         return
-    host = host_of(parts)
+    host = host_and_port(parts)
     if host != place.host:
         if host in cross_hosts:
             return
