@@ -568,6 +568,15 @@ def test_entries_without_a_loc() -> None:
     assert found[0] == ("missing-loc", "<sitemap> entry 1 has no <loc>")
 
 
+def test_entries_without_a_loc_are_not_counted_as_urls() -> None:
+    located = [url(f"https://example.com/dir/{i}") for i in range(rules.MAX_URLS)]
+    body = urlset(*located, "<url><lastmod>2024-05-01</lastmod></url>")
+    assert findings_of(body) == ["missing-loc"]
+    bare = "<sitemap><lastmod>2024-05-01</lastmod></sitemap>"
+    children = index(*(f"https://example.com/dir/s{i}.xml" for i in range(rules.MAX_URLS)))
+    assert findings_of(children.replace(b"</sitemapindex>", f"{bare}</sitemapindex>".encode())) == ["missing-loc"]
+
+
 def test_a_page_listed_again_counts_once_in_the_lastmod_months() -> None:
     again = url("https://example.com/dir/p", "<lastmod>2024-06-01</lastmod>")
     body = urlset(again, again, again, url("https://example.com/dir/q", "<lastmod>2024-07-01</lastmod>"))

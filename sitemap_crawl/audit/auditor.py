@@ -425,10 +425,10 @@ class SiteAudit:
             yield self.finding(rules.EMPTY_SITEMAP, sitemap_url, None, f"<{facts.root}> with no entry")
         elif located == 0 and facts.error is None:
             yield self.finding(rules.EMPTY_SITEMAP, sitemap_url, None, f"<{facts.root}> with no entry that has a <loc>")
-        if facts.root == URLSET and facts.entry_count > rules.MAX_URLS:
-            yield self.finding(rules.TOO_MANY_URLS, sitemap_url, None, f"{facts.entry_count:,} URLs")
-        if facts.root == INDEX and facts.entry_count > rules.MAX_URLS:
-            yield self.finding(rules.TOO_MANY_CHILDREN, sitemap_url, None, f"{facts.entry_count:,} sitemaps")
+        if facts.root == URLSET and located > rules.MAX_URLS:  # (an entry without a <loc> is no URL)
+            yield self.finding(rules.TOO_MANY_URLS, sitemap_url, None, f"{located:,} URLs")
+        if facts.root == INDEX and located > rules.MAX_URLS:
+            yield self.finding(rules.TOO_MANY_CHILDREN, sitemap_url, None, f"{located:,} sitemaps")
         if news > rules.MAX_NEWS_URLS:
             yield self.finding(rules.TOO_MANY_NEWS, sitemap_url, None, f"{news:,} news URLs")
 
