@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support import CrawlResult, Route, robots, sitemapindex, text_sitemap, urlset
+from tests.support import CrawlResult, Route, gzip_bytes, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import RouteLike, SiteFactory
 from tests.support.tree import child_urls, children, node, robots_of, robots_tree, tree_of, website_node
@@ -281,6 +281,25 @@ def test_fallback_mode_probes_the_known_paths_only_without_robots_sitemaps(
     assert silent.paths()[0] == "/robots.txt"
     assert sorted(silent.paths()[1:]) == sorted("/" + path for path in KNOWN_PATHS)
     assert without.urls() == [silent.url("/b")]
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_well_known_path_over_the_size_cap_is_an_invalid_node_with_the_error(
+    fixture_site: SiteFactory, crawl: CrawlRunner, gzipped: bool
+) -> None:
+    # the site's only sitemap; it vanished ("Problems: none", no page, nothing said)
+    big: str | bytes = urlset(*(f"https://example.com/page-{i}" for i in range(60)))
+    if gzipped:  # small on the wire, its first entry past the cap once decompressed
+        big = gzip_bytes(big.replace("<url>", "<!--" + "x" * 2000 + "--><url>", 1))
+    site = fixture_site({"/robots.txt": robots(), "/sitemap.xml": big})
+    result = crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_MAX_SIZE": 1000})
+    result.assert_ok()
+    known = tree_of(result)["sub_sitemaps"][1:]
+    assert [(child["url"], child["kind"], child["error"]) for child in known] == [
+        (site.url("/sitemap.xml"), "invalid", "size limit")
+    ]
+    assert "Problems: 1 size limit." in result.log
+    assert result.urls() == []
 
 
 @pytest.mark.parametrize("setting", ["SITEMAP_CRAWL_MAX_SIZE", "DOWNLOAD_MAXSIZE"])

@@ -70,6 +70,15 @@ def is_optional(role: str) -> bool:
     return role in (KNOWN, ROBOTS)
 
 
+def is_left_out(role: str, error: str | None) -> bool:
+    """Whether a sitemap of this role that failed with ``error`` (None: it listed nothing) is
+    left out of the tree: an optional one is, unless it is a well-known path over the size
+    cap (something is there, too large to read: the tree says so)."""
+    if not is_optional(role):
+        return False
+    return not (role == KNOWN and error is not None and error.partition(" (")[0] == ErrorReason.SIZE_LIMIT)
+
+
 @dataclass(frozen=True)
 class FollowRules:
     """Which sub-sitemaps of an index are fetched, and how deep indexes nest.

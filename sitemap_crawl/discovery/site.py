@@ -35,6 +35,7 @@ from sitemap_crawl.discovery.rules import (
     START,
     UNREACHABLE_REASONS,
     FollowRules,
+    is_left_out,
     is_optional,
     is_robots_txt,
     known_path_urls,
@@ -72,6 +73,10 @@ class Visit:
     def optional(self) -> bool:
         """Left out of the tree when it fails or lists nothing (robots.txt, a known path)."""
         return is_optional(self.role)
+
+    def left_out(self, error: str | None) -> bool:
+        """Left out of the tree when it fails with ``error`` (None: lists nothing): :func:`is_left_out`."""
+        return is_left_out(self.role, error)
 
 
 Send = Callable[[Visit], None]
@@ -209,8 +214,11 @@ class SiteDiscovery:
                 )
             )
         self.settle(visit)
-        if visit.role == KNOWN:
+        if visit.role == KNOWN and is_left_out(visit.role, reason):
             logger.debug("Known path %s is not a sitemap: %s", visit.url, reason)
+        elif visit.role == KNOWN:
+            logger.warning("Well-known path %s is over the size cap: not read (%s)", visit.url, reason)
+            self.report(visit, NodeKind.INVALID, reason)
         elif visit.role == ROBOTS and reason == ErrorReason.SIZE_LIMIT:
             logger.warning("robots.txt %s is over the size cap: its Sitemap: lines are not read", visit.url)
             self.report(visit, NodeKind.ROBOTS_TXT, reason)

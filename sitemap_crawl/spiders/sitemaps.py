@@ -634,12 +634,11 @@ class SitemapsSpider(Spider):
         else:
             opened = await self._readers.open(body, final_url, is_robots)
         del body
-        optional = visit.optional
         async with opened as reader:
             if reader.kind not in (ROBOTS_TXT, XML_INDEX):
                 discovery.settle(visit)  # pages only: the known paths need not wait for its end
             if reader.kind == INVALID:
-                if optional:
+                if visit.left_out(reader.error):
                     logger.debug("%s is not a sitemap (%s); left out", visit.url, reader.detail)
                     return
                 logger.warning("Sitemap %s is invalid: %s (%s)", visit.url, reader.error, reader.detail)
@@ -717,7 +716,7 @@ class SitemapsSpider(Spider):
             # a robots.txt that names no sitemap stays in the tree, with no children
             logger.info("robots.txt %s declares no sitemap", visit.url)
             announced = True
-        if visit.optional and (reader.kind == INVALID or not announced):
+        if visit.optional and (reader.kind == INVALID or not announced) and visit.left_out(reader.error):
             logger.debug("%s declares no URL; left out", visit.url)
             return
         if reader.error:
