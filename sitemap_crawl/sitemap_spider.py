@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy import Request, Spider
-from scrapy.core.scheduler import Scheduler
 from scrapy.settings import BaseSettings
 
 from sitemap_crawl.arguments import (
@@ -43,12 +42,11 @@ from sitemap_crawl.arguments import (
 from sitemap_crawl.item_adapter import register_page_adapter
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.loader import (
-    DEFAULT_SCHEDULER_PATH,
     DUPES_ONLY_META_KEY,
     PAGE_META_KEY,
-    SCHEDULER_PATH,
     EntryTexts,
     SitemapRequestLoader,
+    use_loader_scheduler,
 )
 from sitemap_crawl.parsing.fields import normalize_change_frequency, normalize_date, normalize_priority
 from sitemap_crawl.settings_reader import SettingsReader
@@ -163,8 +161,7 @@ class SitemapSpider(Spider):
         register_page_adapter()  # meta["sitemap_page"], yielded as an item, has the feeds' fields
         # Page requests are persisted by the loader: keep them out of JOBDIR's disk queue
         # (a project with its own scheduler keeps it).
-        if settings.get("SCHEDULER") in (DEFAULT_SCHEDULER_PATH, Scheduler):
-            settings.set("SCHEDULER", SCHEDULER_PATH, priority="spider")
+        use_loader_scheduler(settings)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:

@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support import CrawlResult, FixtureServer, Route, robots, rss, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import SiteFactory
@@ -187,3 +189,56 @@ def test_tree_file_is_written_when_the_crawl_is_interrupted(fixture_site: SiteFa
     assert site.url("/later.xml") not in result.kinds()
     assert result.urls()[:2] == [site.url("/a"), site.url("/b")]
     assert_summary_at_the_end(result)
+
+
+SCRAPY_SCHEDULER = "scrapy.core.scheduler.Scheduler"
+
+
+@pytest.mark.parametrize(
+    ("first_scheduler", "scheduler"),
+    [(None, None), (SCRAPY_SCHEDULER, SCRAPY_SCHEDULER), (SCRAPY_SCHEDULER, None)],
+    ids=["default", "project's", "JOBDIR of an older version"],
+)
+def test_a_run_with_the_jobdir_of_a_stopped_run_maps_the_site_again_once(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path, first_scheduler: str | None, scheduler: str | None
+) -> None:
+    # the stopped run leaves sitemap requests waiting: sitemap_crawl's scheduler keeps them in
+    # memory; Scrapy's (the project's, or an older version's run) keeps them in JOBDIR and
+    # resumes them in the next run, which must ignore them: it maps the site again
+    count = 6
+    routes: dict[str, Any] = {
+        "/robots.txt": robots("{base}/index.xml"),
+        "/index.xml": sitemapindex(*(f"{{base}}/s{n}.xml" for n in range(count))),
+    }
+    for n in range(count):
+        routes[f"/s{n}.xml"] = Route(urlset(*(f"{{base}}/p{n}-{k}" for k in range(3))), delay=0.5)
+    site = fixture_site(routes)
+    settings: dict[str, Any] = {
+        **FAST,
+        "JOBDIR": str(tmp_path / "job"),
+        "CONCURRENT_REQUESTS": 1,
+        "SITEMAP_CRAWL_CONCURRENT_SITEMAPS": 4,
+    }
+    arguments = {"homepage": site.base, "use_known_paths": False}
+
+    first_settings = settings if first_scheduler is None else {**settings, "SCHEDULER": first_scheduler}
+    running = crawl.start(arguments, settings=first_settings)
+    assert site.wait_for("/s1.xml", timeout=30), running.log()[-3000:]
+    running.interrupt()
+    assert running.wait(60).stats["finish_reason"] == "shutdown"
+    site.reset()
+    if scheduler is not None:
+        settings["SCHEDULER"] = scheduler
+    result = crawl(arguments, settings=settings).assert_ok()
+
+    assert result.log_has("the sitemaps spider does not resume a stopped run, it maps its sites again from the start")
+    # Scrapy's scheduler resumed the stopped run's requests only where it had kept them
+    assert result.log_has("Resuming crawl") == (first_scheduler is not None)
+    assert "Traceback" not in result.log
+    assert result.log_lines("ERROR") == []
+    expected = [site.url(f"/p{n}-{k}") for n in range(count) for k in range(3)]
+    assert result.urls() == expected  # every page, once, in document order
+    index = robots_of(tree_of(result))["sub_sitemaps"][0]
+    assert index["sub_sitemaps"] == [node(site.url(f"/s{n}.xml"), "xml_urlset", pages=3) for n in range(count)]
+    if scheduler is None:  # the stopped run's requests are not resumed: each sitemap is fetched once
+        assert all(site.hits(f"/s{n}.xml") == 1 for n in range(count))

@@ -29,6 +29,7 @@ from sitemap_crawl.loader.scrapy_fetcher import (
     SCHEDULER_PATH,
     ScrapySitemapFetcher,
     SitemapLoaderScheduler,
+    use_loader_scheduler,
 )
 from sitemap_crawl.loader.state import STATE_FIELDS, LoaderState, replay_journal
 from sitemap_crawl.loader.store import DEFAULT_STATE_NAME, StateStore, read_saved_state
@@ -65,4 +66,5 @@ __all__ = [
     "page_from_dict",
     "read_saved_state",
     "replay_journal",
+    "use_loader_scheduler",
 ]

@@ -1,5 +1,6 @@
-"""The loader inside Scrapy: sitemaps downloaded by Scrapy's downloader, page requests kept
-out of JOBDIR's disk queue, and a loader made from a crawler's settings."""
+"""The loader inside Scrapy: sitemaps downloaded by Scrapy's downloader, page requests (and the
+``sitemaps`` spider's sitemap requests) kept out of JOBDIR's disk queue, and a loader made from
+a crawler's settings."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import Scheduler
+from scrapy.settings import BaseSettings
 
 from sitemap_crawl.loader.fetching import FetchedSitemap, SitemapFetchError
-from sitemap_crawl.names import SITEMAP_META_KEY, TOKEN_META_KEY
+from sitemap_crawl.names import META_KEY, SITEMAP_META_KEY, TOKEN_META_KEY
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -25,17 +27,35 @@ DEFAULT_SCHEDULER_PATH = "scrapy.core.scheduler.Scheduler"
 
 
 class SitemapLoaderScheduler(Scheduler):
-    """Scrapy's scheduler, except that the page requests of a SitemapRequestLoader always
-    stay in memory, never in JOBDIR's ``requests.queue``: the loader's own state persists
-    them (and resumes them after a kill -9, which Scrapy's disk queue does not survive).
-    There are at most SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT of them. Every other request
-    is scheduled exactly as by Scrapy's scheduler. SitemapSpider uses it unless the
-    project has its own SCHEDULER."""
+    """Scrapy's scheduler, except that the page requests of a SitemapRequestLoader and the
+    sitemap requests of the ``sitemaps`` spider always stay in memory, never in JOBDIR's
+    ``requests.queue``. The loader's own state persists its page requests (and resumes them
+    after a kill -9, which Scrapy's disk queue does not survive); there are at most
+    SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT of them. The ``sitemaps`` spider does not resume: a
+    run maps its sites again from the start, so a stopped run's sitemap requests are of no
+    use to the next one (and the spider bounds how many wait). Every other request is
+    scheduled exactly as by Scrapy's scheduler. Both spiders use it unless the project has
+    its own SCHEDULER (:func:`use_loader_scheduler`)."""
 
     def _dqpush(self, request: Any) -> bool:
-        if TOKEN_META_KEY in request.meta:
+        if TOKEN_META_KEY in request.meta or META_KEY in request.meta:
             return False  # straight to the memory queue
         return bool(super()._dqpush(request))
+
+    def _dqpop(self) -> Any:
+        """The next request of the disk queue; a sitemap request found there is a stopped run's
+        (left by an older version, which kept them on disk): dropped before it is downloaded."""
+        while (request := super()._dqpop()) is not None:
+            if META_KEY not in request.meta:
+                return request
+            logger.debug("Dropped %s: a sitemap request of a stopped run, from JOBDIR", request.url)
+        return None
+
+
+def use_loader_scheduler(settings: BaseSettings) -> None:
+    """Schedule with :class:`SitemapLoaderScheduler`, unless the project chose its own SCHEDULER."""
+    if settings.get("SCHEDULER") in (DEFAULT_SCHEDULER_PATH, Scheduler):
+        settings.set("SCHEDULER", SCHEDULER_PATH, priority="spider")
 
 
 class ScrapySitemapFetcher:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
@@ -44,12 +45,14 @@ from sitemap_crawl.history.store import HistoryError, HistoryStore
 from sitemap_crawl.history.tracker import CHANGED, NOT_MODIFIED, UNCHANGED, HistoryTracker, SitemapChanges
 from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage, SitemapRef
 from sitemap_crawl.kinds import ErrorReason, http_error
+from sitemap_crawl.loader.scrapy_fetcher import use_loader_scheduler
 from sitemap_crawl.memory import trim
 from sitemap_crawl.names import (
     HELD_STAT,
     META_KEY,
     NOT_FOLLOWED_STAT,
     REQUESTS_STAT,
+    RUN_META_KEY,
     SINCE_PAGES_DROPPED_STAT,
     SINCE_SITEMAPS_SKIPPED_STAT,
     SITES_DONE_STAT,
@@ -122,6 +125,9 @@ class SitemapsSpider(Spider):
         ):
             if (settings.getpriority(name) or 0) <= SETTINGS_PRIORITIES["default"]:
                 settings.set(name, fifo, priority="spider")
+        # A run maps its sites from the start: its sitemap requests stay out of JOBDIR's disk
+        # queue, where Scrapy would resume them in the next run (a project's SCHEDULER is kept).
+        use_loader_scheduler(settings)
         # Scrapy starts CONCURRENT_ITEMS (100) asyncio workers for every callback's output;
         # most sitemap callbacks yield one node item (a dead sub-sitemap, a small sitemap)
         # and pages travel in batches, so 16 is plenty and an index of 50,000 dead children
@@ -250,6 +256,8 @@ class SitemapsSpider(Spider):
         self.history: HistoryTracker | None = None  # SITEMAP_CRAWL_HISTORY, set by from_crawler
         self._sending: set[asyncio.Task[None]] = set()
         self.known_paths_mode = ALWAYS  # SITEMAP_CRAWL_KNOWN_PATHS_MODE, read by from_crawler
+        self.run_id = uuid.uuid4().hex
+        """Marks this run's sitemap requests (a stopped run's, resumed by Scrapy, are ignored)."""
 
     def _setup(self) -> None:
         config = SettingsReader(self.crawler.settings)
@@ -360,6 +368,12 @@ class SitemapsSpider(Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         self._setup()
+        if self.crawler.settings.get("JOBDIR"):
+            logger.info(
+                "JOBDIR is set: the %s spider does not resume a stopped run, it maps its sites again "
+                "from the start (with SITEMAP_CRAWL_HISTORY, only what changed is exported)",
+                self.name,
+            )
         if self.queue is not None and not await self.queue.open():
             return
         if self.homepages is not None:
@@ -516,6 +530,7 @@ class SitemapsSpider(Spider):
             priority=visit.depth,  # deeper first: depth-first, document order (FIFO queues)
             meta={
                 META_KEY: visit,
+                RUN_META_KEY: self.run_id,
                 "download_maxsize": self.sitemap_download_maxsize,
                 "download_warnsize": self.sitemap_download_maxsize,
                 # a body that breaks off keeps the pages before the break ("truncated")
@@ -572,12 +587,23 @@ class SitemapsSpider(Spider):
             discovery.declare(visit, ref.url, child_index, lineage)
         return child_index + 1
 
+    def _sent_by_another_run(self, meta: dict[str, Any]) -> bool:
+        """Whether a sitemap request is another run's: one that Scrapy resumed from a stopped
+        run's JOBDIR (with a project's own SCHEDULER, or a JOBDIR left by an older version). Its
+        site is mapped again from the start by this run: the request is ignored."""
+        if meta.get(RUN_META_KEY) == self.run_id:
+            return False
+        logger.debug("Ignored %s: a request of a stopped run, resumed from JOBDIR", meta[META_KEY].url)
+        return True
+
     def sitemap_failed(self, failure: Failure) -> None:
         """Errback: the sitemap could not be downloaded; record why."""
         request = getattr(failure, "request", None)
         visit: Visit | None = request.meta.get(META_KEY) if request is not None else None
-        if visit is None:
+        if request is None or visit is None:
             logger.error("Sitemap request failed without its meta: %s", failure)
+            return
+        if self._sent_by_another_run(request.meta):
             return
         if self.download_counts is not None:
             self.download_counts.exception(failure.value)
@@ -588,6 +614,8 @@ class SitemapsSpider(Spider):
 
     async def read_sitemap(self, response: Response) -> AsyncIterator[Any]:
         """Callback for every sitemap and robots.txt response."""
+        if self._sent_by_another_run(response.meta):
+            return
         try:
             async for output in self._read_response(response):
                 yield output
