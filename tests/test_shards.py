@@ -1,7 +1,11 @@
-"""sitemap_crawl.shards: what a helper crawl process inherits and what it sends back.
-(A whole run in two processes: tests/test_crawl_many_sites.py.)"""
+"""sitemap_crawl.shards: what a helper crawl process inherits and what it sends back, and
+how a run in two processes stops. (A whole run in two processes: tests/test_crawl_many_sites.py.)"""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 from scrapy.settings import Settings
@@ -15,6 +19,22 @@ from sitemap_crawl.shards.helpers import page_batch
 from sitemap_crawl.shards.protocol import PAGES
 from sitemap_crawl.shards.runner import helper_settings, is_asked_for_end
 from sitemap_crawl.shards.settings_copy import NotPlain, copy_settings, plain
+from sitemap_crawl.sites.shard import Shard
+from tests.support import FixtureServer, Route, RouteLike, robots, urlset
+from tests.support.crawl import CrawlResult, CrawlRunner
+from tests.support.fixture_server import SiteFactory
+
+SLOW_S = 1.0
+"""How long each sitemap of the stop tests takes to answer: a stop finds some in flight."""
+STOP_SETTINGS = {
+    "TWISTED_DNS_RESOLVER": "tests.support.dns.LoopbackResolver",
+    "RETRY_TIMES": 0,
+    "DOWNLOAD_TIMEOUT": 20,
+    "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+    "SITEMAP_CRAWL_CONCURRENT_SITES": 2,
+    "SITEMAP_CRAWL_KNOWN_PATHS": "sitemap.xml",
+    "SITEMAP_CRAWL_PROCESSES": 2,
+}
 
 
 def test_settings_travel_as_plain_values_with_their_priority() -> None:
@@ -97,3 +117,64 @@ def test_a_run_that_writes_one_file_from_every_site_is_one_process(name: str | N
 )
 def test_a_helper_exits_1_only_for_an_end_the_run_did_not_ask_for(reason: object, asked_for: bool) -> None:
     assert is_asked_for_end(reason) is asked_for
+
+
+def _slow_sites(fixture_site: SiteFactory) -> tuple[FixtureServer, list[str]]:
+    """Two sites in each share of two processes, each with two slow sitemaps of 3 pages;
+    the site and the host names, the helper's last."""
+    names = [f"s{n}.test" for n in range(40)]
+    hosts = [name for name in names if Shard(0, 2).holds(name)][:2]
+    hosts += [name for name in names if Shard(1, 2).holds(name)][:2]
+    routes: dict[str, RouteLike] = {}
+    for name in hosts:
+        base = f"http://{name}:{{port}}"
+        routes[f"//{name}/robots.txt"] = robots(f"{base}/a.xml", f"{base}/b.xml")
+        for part in ("a", "b"):
+            routes[f"//{name}/{part}.xml"] = Route(urlset(*(f"{base}/{part}{i}" for i in range(3))), delay=SLOW_S)
+    return fixture_site(routes), hosts
+
+
+def _requested_sitemaps(site: FixtureServer) -> set[str]:
+    """The URLs of the sitemaps the server was asked for so far."""
+    return {
+        f"http://{request.header('Host')}{request.path}"
+        for request in site.requests
+        if request.path.endswith(("/a.xml", "/b.xml"))
+    }
+
+
+def _assert_every_requested_sitemap_is_mapped(result: CrawlResult, site: FixtureServer, trees_path: Path) -> None:
+    """What one process gives: every sitemap requested before the stop is answered and read
+    (tree and feed), and every page counted is in the feed."""
+    assert result.log_lines("ERROR") == [], result.log[-3000:]
+    nodes: dict[str, dict[str, Any]] = {}
+    for line in trees_path.read_text("utf-8").splitlines():
+        stack = [json.loads(line)]
+        while stack:
+            node = stack.pop()
+            nodes[node["url"]] = node
+            stack += node["sub_sitemaps"]
+    rows = result.pages
+    assert result.stats["item_scraped_count"] == len(rows)
+    requested = _requested_sitemaps(site)
+    assert requested
+    for url in requested:
+        assert url in nodes and nodes[url]["error"] is None, (url, nodes.get(url))
+        assert sum(row["sitemap_url"] == url for row in rows) == 3, url
+
+
+def test_a_closespider_limit_passes_on_what_the_helpers_had_in_flight(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # the helper's last pages reached the feed after it was closed ("write to closed file",
+    # counted but not written) or never (sitemaps answered in full, missing from tree and feed)
+    site, hosts = _slow_sites(fixture_site)
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text("".join(f"http://{name}:{site.port}/\n" for name in hosts), encoding="utf-8")
+    trees_path = tmp_path / "trees.jsonl"
+    settings = {**STOP_SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(trees_path), "CLOSESPIDER_TIMEOUT": 1.5}
+
+    result = crawl({"homepages_file": str(homepages)}, settings=settings).assert_ok()
+
+    assert "closespider_timeout" in result.log
+    _assert_every_requested_sitemap_is_mapped(result, site, trees_path)

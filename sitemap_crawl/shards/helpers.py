@@ -6,9 +6,11 @@ items and signals.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -28,7 +30,10 @@ logger = logging.getLogger(__name__)
 QUEUE_SIZE = 64
 """Messages read ahead from the helpers (beyond it, their pipes fill and they slow down)."""
 STOP_GRACE_S = 10.0
-"""How long a helper may take to stop after SIGTERM before it is killed."""
+"""How long a helper may take to stop after SIGTERM, beyond DOWNLOAD_TIMEOUT (it finishes
+its downloads in flight first, as the main process does), before it is killed."""
+WATCH_INTERVAL_S = 0.1
+"""How often the main process looks whether its engine is closing (then it stops the helpers)."""
 
 
 class HelperProcesses:
@@ -43,6 +48,9 @@ class HelperProcesses:
         self._processes: dict[Shard, asyncio.subprocess.Process] = {}
         self._queue: asyncio.Queue[tuple[Shard, Any]] = asyncio.Queue(QUEUE_SIZE)
         self._readers: list[asyncio.Task[None]] = []
+        self._watcher: asyncio.Task[None] | None = None
+        self._discarding = False
+        """Nobody takes the messages any more (the spider closed): the readers drop them."""
         self._running = 0
         self._stopping = False
         """The main process is stopping the helpers (SIGTERM): one that ends so did not die."""
@@ -80,6 +88,8 @@ class HelperProcesses:
             self._processes[shard] = process
             self._running += 1
             self._readers.append(asyncio.create_task(self._read(shard, process)))
+        self._watcher = asyncio.create_task(self._stop_with_engine())
+        atexit.register(self._kill_left)
         logger.info("Mapping the sites in %d crawl processes (SITEMAP_CRAWL_PROCESSES)", self.count)
 
     async def _read(self, shard: Shard, process: asyncio.subprocess.Process) -> None:
@@ -92,7 +102,8 @@ class HelperProcesses:
                     data = await stream.readexactly(decode_length(header))
                 except asyncio.IncompleteReadError:
                     break
-                await self._queue.put((shard, decode_frame(data)))
+                if not self._discarding:
+                    await self._queue.put((shard, decode_frame(data)))
         finally:
             code = await process.wait()
             await self._queue.put((shard, code))
@@ -120,21 +131,60 @@ class HelperProcesses:
                 continue
             yield message[0], message
 
+    def _engine_closing(self) -> bool:
+        """Whether this process's engine is stopping (Ctrl-C) or closing the spider (a
+        ``CLOSESPIDER_*`` limit: Scrapy says so only once the downloads in flight are done)."""
+        engine = self.crawler.engine
+        if engine is None or not engine.running:
+            return True
+        slot = engine.scraper.slot
+        return slot is None or slot.closing is not None
+
+    async def _stop_with_engine(self) -> None:
+        """Stop the helpers as soon as the engine closes: they finish what they have in flight,
+        and what they send until they end is still passed on (the spider's callback that reads
+        :meth:`messages` holds Scrapy's item pipelines and feeds open till then)."""
+        while self._running:
+            if self._engine_closing():
+                await self.stop()
+                return
+            await asyncio.sleep(WATCH_INTERVAL_S)
+
     async def stop(self) -> None:
-        """Stop the helpers that still run (the main process is stopping)."""
-        self._stopping = True
-        for process in self._processes.values():
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.send_signal(signal.SIGTERM)
+        """Stop the helpers that still run (the main process is stopping): one SIGTERM each, a
+        graceful stop; one that has not ended DOWNLOAD_TIMEOUT + STOP_GRACE_S later is killed."""
+        if not self._stopping:
+            self._stopping = True
+            for process in self._processes.values():
+                if process.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        process.send_signal(signal.SIGTERM)
+        grace = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT") + STOP_GRACE_S
         for process in self._processes.values():
             try:
-                await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+                await asyncio.wait_for(process.wait(), grace)
             except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
-        for task in self._readers:
+
+    async def close(self) -> None:
+        """The spider closed: stop the helpers still running (their messages are dropped, nobody
+        takes them any more) and the tasks that read them."""
+        self._discarding = True
+        while not self._queue.empty():  # a reader waiting to queue a message goes on
+            self._queue.get_nowait()
+        await self.stop()
+        for task in [*self._readers, *filter(None, [self._watcher])]:
             task.cancel()
+        atexit.unregister(self._kill_left)
+
+    def _kill_left(self) -> None:
+        """At the main process's exit (a second Ctrl-C forced it): kill the helpers still
+        running, nobody takes what they map."""
+        for process in self._processes.values():
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGKILL)
 
 
 def page_batch(message: tuple[Any, ...]) -> PageBatch:

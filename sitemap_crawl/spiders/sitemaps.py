@@ -97,6 +97,11 @@ HttpError failure: most requests of a many-site run are well-known paths that an
 and the failure path (an exception, a Failure, the errback chain) cost ~10% of its CPU."""
 HISTORY_STATUSES = (NOT_MODIFIED, *ERROR_STATUSES)
 """A history run's requests are conditional: 304 Not Modified reaches the callback too."""
+HELPERS_URL = "data:,helper%20crawl%20processes"
+"""The request whose callback passes on what the helper crawl processes send (the data:
+scheme is downloaded in memory: nothing goes out)."""
+HELPERS_PRIORITY = 1 << 20
+"""Its priority: before any sitemap request."""
 TRIM_AFTER_BYTES = 4 << 20
 """Hand free heap memory back to the system once this many body bytes were read since the
 last time (after every sitemap, the call cost ~5% of a many-site run's CPU)."""
@@ -382,11 +387,13 @@ class SitemapsSpider(Spider):
             self._open_sites()
             if self.helpers is not None:
                 await self.helpers.start()
-                async for tag, message in self.helpers.messages():
-                    for item in self._helper_message(tag, message):
-                        yield item
-                for name, value in self.helpers.stats.items():
-                    self.crawler.stats.inc_value(name, value)
+                yield Request(
+                    HELPERS_URL,
+                    callback=self._pass_on_helpers,
+                    errback=self._helpers_failed,
+                    dont_filter=True,
+                    priority=HELPERS_PRIORITY,
+                )
             homepages = self.homepages
             if isinstance(homepages, HomepageList) and not homepages.usable and not homepages.shard.index:
                 # (said once, by the first process of a split run: the others share its file)
@@ -394,7 +401,24 @@ class SitemapsSpider(Spider):
         else:
             self._open_site(self.homepage, self.start_sitemap_urls)
         # sitemap requests are sent by the discovery, in order; start() yields only the
-        # pages of the helper crawl processes
+        # request whose callback passes on what the helper crawl processes send
+
+    async def _pass_on_helpers(self, response: Response) -> AsyncIterator[Any]:
+        """Callback of the request that stands for the helper crawl processes: what they send,
+        as this process's items and signals, until every one has ended. Scrapy closes the
+        item pipelines and the feeds only once a callback is done, so the pages of a helper
+        stopped with the run (it finishes its sitemaps in flight, as this process does) are
+        written too."""
+        assert self.helpers is not None
+        self.crawler.stats.inc_value("response_received_count", -1)  # no response of the crawl
+        async for tag, message in self.helpers.messages():
+            for item in self._helper_message(tag, message):
+                yield item
+        for name, value in self.helpers.stats.items():
+            self.crawler.stats.inc_value(name, value)
+
+    def _helpers_failed(self, failure: Failure) -> None:
+        logger.error("The output of the helper crawl processes cannot be passed on: %s", failure.value)
 
     def _helper_message(self, tag: str, message: tuple[Any, ...]) -> list[Any]:
         """What a helper crawl process sent, made this process's items and signals."""
@@ -443,7 +467,7 @@ class SitemapsSpider(Spider):
         if self.download_counts is not None:
             self.download_counts.write(self.crawler.stats, getattr(self, "requests_sent", 0))
         if self.helpers is not None:
-            await self.helpers.stop()
+            await self.helpers.close()
         progress = getattr(self, "_progress", None)
         if progress is not None:
             progress.cancel()
