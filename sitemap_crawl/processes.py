@@ -23,7 +23,8 @@ def child_process_env() -> dict[str, str]:
 
 
 def ignore_terminal_interrupt() -> None:
-    """In a child the crawl process manages (a parse worker, the audit process): ignore SIGINT.
+    """In a child the crawl process manages (a parse worker, the audit process, a crawl
+    helper): ignore SIGINT.
 
     A terminal's Ctrl-C goes to every process of its group: the crawl process then stops
     gracefully and ends its children itself (it closes their input once they have answered

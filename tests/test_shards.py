@@ -4,6 +4,9 @@ how a run in two processes stops. (A whole run in two processes: tests/test_craw
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -177,4 +180,28 @@ def test_a_closespider_limit_passes_on_what_the_helpers_had_in_flight(
     result = crawl({"homepages_file": str(homepages)}, settings=settings).assert_ok()
 
     assert "closespider_timeout" in result.log
+    _assert_every_requested_sitemap_is_mapped(result, site, trees_path)
+
+
+def test_one_ctrl_c_in_a_terminal_is_one_graceful_stop_of_every_process(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # the helper got the terminal's SIGINT and the main process's SIGTERM: "Received SIGTERM
+    # twice, forcing unclean shutdown", and its sitemaps in flight were lost
+    site, hosts = _slow_sites(fixture_site)
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text("".join(f"http://{name}:{site.port}/\n" for name in hosts), encoding="utf-8")
+    trees_path = tmp_path / "trees.jsonl"
+    running = crawl.start(
+        {"homepages_file": str(homepages)}, settings={**STOP_SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(trees_path)}
+    )
+    deadline = time.monotonic() + 30
+    while not any(host in url for url in _requested_sitemaps(site) for host in hosts[2:]):
+        assert time.monotonic() < deadline and running.running(), running.log()[-3000:]
+        time.sleep(0.05)
+
+    os.killpg(running.pid, signal.SIGINT)  # a terminal's Ctrl-C: to the whole process group
+    result = running.wait(60).assert_ok()
+
+    assert "forcing unclean shutdown" not in result.log
     _assert_every_requested_sitemap_is_mapped(result, site, trees_path)

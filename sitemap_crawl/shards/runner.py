@@ -13,6 +13,8 @@ import os
 import sys
 from typing import Any
 
+from sitemap_crawl.processes import ignore_terminal_interrupt
+
 HELPER_PRIORITY = 50
 """Priority of what a helper changes in the main process's settings (above the command line)."""
 
@@ -40,6 +42,7 @@ def main() -> int:
     pipe = os.dup(1)
     os.dup2(2, 1)  # a stray print() must not break the pipe's frames
 
+    from scrapy import signals
     from scrapy.crawler import AsyncCrawlerProcess
     from scrapy.settings import Settings
     from scrapy.utils.misc import load_object
@@ -51,6 +54,10 @@ def main() -> int:
         settings.set(name, value, HELPER_PRIORITY)
     process = AsyncCrawlerProcess(settings)
     crawler = process.create_crawler(load_object(spec["spider"]))
+    # A terminal's Ctrl-C reaches this process too, and the main process stops it (SIGTERM):
+    # one stop, graceful. Scrapy installs its SIGINT handler as it starts: ignored from then on
+    # (until the SIGTERM: its handler makes a second Ctrl-C force the stop, as in the main process).
+    crawler.signals.connect(ignore_terminal_interrupt, signal=signals.engine_started)
     process.crawl(crawler, **spec["arguments"])
     process.start()
     reason = crawler.stats.get_value("finish_reason") if crawler.stats else None
