@@ -12,7 +12,7 @@ from scrapy.core.scheduler import Scheduler
 from scrapy.settings import BaseSettings
 
 from sitemap_crawl.loader.fetching import FetchedSitemap, SitemapFetchError
-from sitemap_crawl.names import META_KEY, SITEMAP_META_KEY, TOKEN_META_KEY
+from sitemap_crawl.names import META_KEY, RUN_META_KEY, SITEMAP_META_KEY, TOKEN_META_KEY
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -28,7 +28,7 @@ DEFAULT_SCHEDULER_PATH = "scrapy.core.scheduler.Scheduler"
 
 class SitemapLoaderScheduler(Scheduler):
     """Scrapy's scheduler, except that the page requests of a SitemapRequestLoader and the
-    sitemap requests of the ``sitemaps`` spider always stay in memory, never in JOBDIR's
+    requests of a ``sitemaps`` spider's run (``RUN_META_KEY``) always stay in memory, never in JOBDIR's
     ``requests.queue``. The loader's own state persists its page requests (and resumes them
     after a kill -9, which Scrapy's disk queue does not survive); there are at most
     SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT of them. The ``sitemaps`` spider does not resume: a
@@ -38,7 +38,7 @@ class SitemapLoaderScheduler(Scheduler):
     its own SCHEDULER (:func:`use_loader_scheduler`)."""
 
     def _dqpush(self, request: Any) -> bool:
-        if TOKEN_META_KEY in request.meta or META_KEY in request.meta:
+        if TOKEN_META_KEY in request.meta or RUN_META_KEY in request.meta:
             return False  # straight to the memory queue
         return bool(super()._dqpush(request))
 

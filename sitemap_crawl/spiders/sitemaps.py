@@ -393,6 +393,7 @@ class SitemapsSpider(Spider):
                     errback=self._helpers_failed,
                     dont_filter=True,
                     priority=HELPERS_PRIORITY,
+                    meta={RUN_META_KEY: self.run_id},  # (never resumed from JOBDIR: a run's own)
                 )
             homepages = self.homepages
             if isinstance(homepages, HomepageList) and not homepages.usable and not homepages.shard.index:
@@ -409,8 +410,9 @@ class SitemapsSpider(Spider):
         item pipelines and the feeds only once a callback is done, so the pages of a helper
         stopped with the run (it finishes its sitemaps in flight, as this process does) are
         written too."""
-        assert self.helpers is not None
         self.crawler.stats.inc_value("response_received_count", -1)  # no response of the crawl
+        if self.helpers is None or self._sent_by_another_run(response.meta, response.url):
+            return
         async for tag, message in self.helpers.messages():
             for item in self._helper_message(tag, message):
                 yield item
@@ -611,13 +613,13 @@ class SitemapsSpider(Spider):
             discovery.declare(visit, ref.url, child_index, lineage)
         return child_index + 1
 
-    def _sent_by_another_run(self, meta: dict[str, Any]) -> bool:
+    def _sent_by_another_run(self, meta: dict[str, Any], url: str) -> bool:
         """Whether a sitemap request is another run's: one that Scrapy resumed from a stopped
         run's JOBDIR (with a project's own SCHEDULER, or a JOBDIR left by an older version). Its
         site is mapped again from the start by this run: the request is ignored."""
         if meta.get(RUN_META_KEY) == self.run_id:
             return False
-        logger.debug("Ignored %s: a request of a stopped run, resumed from JOBDIR", meta[META_KEY].url)
+        logger.debug("Ignored %s: a request of a stopped run, resumed from JOBDIR", url)
         return True
 
     def sitemap_failed(self, failure: Failure) -> None:
@@ -627,7 +629,7 @@ class SitemapsSpider(Spider):
         if request is None or visit is None:
             logger.error("Sitemap request failed without its meta: %s", failure)
             return
-        if self._sent_by_another_run(request.meta):
+        if self._sent_by_another_run(request.meta, request.url):
             return
         if self.download_counts is not None:
             self.download_counts.exception(failure.value)
@@ -638,7 +640,7 @@ class SitemapsSpider(Spider):
 
     async def read_sitemap(self, response: Response) -> AsyncIterator[Any]:
         """Callback for every sitemap and robots.txt response."""
-        if self._sent_by_another_run(response.meta):
+        if self._sent_by_another_run(response.meta, response.url):
             return
         try:
             async for output in self._read_response(response):
