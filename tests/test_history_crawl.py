@@ -15,6 +15,7 @@ import pytest
 from tests.support import Route, robots, sitemapindex, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import FixtureServer, SiteFactory
+from tests.test_history_store import first_layout_history
 
 FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
 DATE = "Mon, 06 May 2024 10:00:00 GMT"
@@ -255,7 +256,14 @@ def _garbage(path: Path) -> None:
     path.write_bytes(b"this is not a database\n" * 100)
 
 
-@pytest.mark.parametrize(("make", "says"), [(_foreign, "not a sitemap_crawl history"), (_garbage, "not a usable")])
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (_foreign, "not a sitemap_crawl history"),
+        (_garbage, "not a usable"),
+        (first_layout_history, "without column sitemaps.id"),
+    ],
+)
 def test_a_bad_history_file_stops_the_crawl_with_one_error_line(
     crawl: CrawlRunner, tmp_path: Path, make: Any, says: str
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,62 @@ def test_a_newer_version_is_refused(tmp_path: Path) -> None:
     with pytest.raises(HistoryError, match="version 99"):
         again.open_now()
     asyncio.run(again.close())
+
+
+def first_layout_history(path: Path) -> Path:
+    """A history file of the first layout (tables keyed by URL), version 1 as today's."""
+    statements = (
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        "INSERT INTO meta VALUES ('app', 'sitemap_crawl-history'), ('version', '1')",
+        "CREATE TABLE sitemaps (url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, body_hash TEXT, "
+        "kind TEXT NOT NULL, page_count INTEGER NOT NULL, children TEXT NOT NULL)",
+        "CREATE TABLE pages (sitemap_url TEXT NOT NULL, url TEXT NOT NULL, hash TEXT NOT NULL, "
+        "record BLOB NOT NULL, PRIMARY KEY (sitemap_url, url)) WITHOUT ROWID",
+    )
+    with sqlite3.connect(path) as db:
+        for statement in statements:
+            db.execute(statement)
+    return path
+
+
+def _history(path: Path, *statements: str) -> Path:
+    """A history file made by this code, then changed by ``statements``."""
+    store = HistoryStore(path)
+    store.open_now()
+    asyncio.run(store.close())
+    with sqlite3.connect(path) as db:
+        for statement in statements:
+            db.execute(statement)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (first_layout_history, "without column sitemaps.id, column pages.sitemap_id"),
+        (
+            lambda path: _history(path, "ALTER TABLE sitemaps DROP COLUMN body_hash"),
+            "without column sitemaps.body_hash",
+        ),
+        (lambda path: _history(path, "DROP TABLE pages"), "without table pages"),
+    ],
+)
+def test_a_history_without_a_table_or_column_of_the_layout_is_refused(
+    tmp_path: Path, make: Callable[[Path], Path], says: str
+) -> None:
+    store = HistoryStore(make(tmp_path / "h.sqlite"))
+    with pytest.raises(HistoryError, match=f"{says} .*start a new history file"):
+        store.open_now()
+    asyncio.run(store.close())
+
+
+def test_a_history_written_before_the_staging_tables_gets_them(tmp_path: Path) -> None:
+    path = _history(tmp_path / "h.sqlite", "DROP TABLE staged", "DROP TABLE staged_pages")
+    store = HistoryStore(path)
+    store.open_now()
+    asyncio.run(store.close())
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM staged JOIN staged_pages ON staged_id = id").fetchone() == (0,)
 
 
 def test_a_queue_run_stages_a_sites_states_until_it_is_acknowledged(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sqlite3
 import zlib
@@ -31,19 +32,55 @@ T = TypeVar("T")
 APP = "sitemap_crawl-history"
 """The application marker in the ``meta`` table: a file without it is not a history."""
 VERSION = "1"
-"""The schema version this code reads and writes."""
+"""The schema version this code reads and writes (a file of another is refused: there is
+no migration). Raise it when the layout of :data:`_HISTORY_TABLES` changes."""
 
-_SCHEMA = (
+_HISTORY_TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS sitemaps (id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE, etag TEXT, "
     "last_modified TEXT, body_hash TEXT, kind TEXT NOT NULL, page_count INTEGER NOT NULL, children TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS pages (sitemap_id INTEGER NOT NULL, url TEXT NOT NULL, hash TEXT NOT NULL, "
     "record BLOB NOT NULL, PRIMARY KEY (sitemap_id, url)) WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS staged (id INTEGER PRIMARY KEY, site TEXT NOT NULL, state TEXT NOT NULL, "
-    "has_pages INTEGER NOT NULL, forget TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS staged_pages (staged_id INTEGER NOT NULL, url TEXT NOT NULL, hash TEXT NOT NULL, "
-    "record BLOB NOT NULL, PRIMARY KEY (staged_id, url)) WITHOUT ROWID",
 )
+"""The tables that hold the history: an existing file must have each, with every column."""
+_STAGING_TABLES = {
+    "staged": "CREATE TABLE staged (id INTEGER PRIMARY KEY, site TEXT NOT NULL, state TEXT NOT NULL, "
+    "has_pages INTEGER NOT NULL, forget TEXT NOT NULL)",
+    "staged_pages": "CREATE TABLE staged_pages (staged_id INTEGER NOT NULL, url TEXT NOT NULL, "
+    "hash TEXT NOT NULL, record BLOB NOT NULL, PRIMARY KEY (staged_id, url)) WITHOUT ROWID",
+}
+"""A queue run's staged states: what a stopped run left there is dropped, so these tables
+are made afresh at every open (files written before they existed have none)."""
+
+
+def _columns(db: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in db.execute("SELECT * FROM pragma_table_info(?)", (table,))]
+
+
+@functools.cache
+def _history_layout() -> dict[str, list[str]]:
+    """Table -> its columns, as :data:`_HISTORY_TABLES` makes them."""
+    db = sqlite3.connect(":memory:")
+    try:
+        for statement in _HISTORY_TABLES:
+            db.execute(statement)
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {table: _columns(db, table) for table in tables}
+    finally:
+        db.close()
+
+
+def _missing_layout(db: sqlite3.Connection) -> list[str]:
+    """The tables and columns of the history's layout that ``db`` lacks ("table pages",
+    "column sitemaps.id")."""
+    missing = []
+    for table, columns in _history_layout().items():
+        present = set(_columns(db, table))
+        if not present:
+            missing.append(f"table {table}")
+        else:
+            missing += [f"column {table}.{column}" for column in columns if column not in present]
+    return missing
 
 
 class HistoryError(Exception):
@@ -167,24 +204,37 @@ class HistoryStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("BEGIN")
-            for statement in _SCHEMA:
-                db.execute(statement)
-            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-            if not meta:
+            if tables:
+                self._check(db)
+            else:
+                for statement in _HISTORY_TABLES:
+                    db.execute(statement)
                 db.executemany("INSERT INTO meta VALUES (?, ?)", [("app", APP), ("version", VERSION)])
-            elif meta.get("app") != APP:
-                raise HistoryError(f"{self.path} is not a sitemap_crawl history (an SQLite file of another program)")
-            elif meta.get("version") != VERSION:
-                raise HistoryError(
-                    f"{self.path} is a history of version {meta.get('version')}; this sitemap_crawl reads {VERSION}"
-                )
             # staged by a queue run stopped before its sites were acknowledged: mapped again
-            db.execute("DELETE FROM staged_pages")
-            db.execute("DELETE FROM staged")
+            for table, statement in _STAGING_TABLES.items():
+                db.execute(f"DROP TABLE IF EXISTS {table}")
+                db.execute(statement)
             db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             raise HistoryError(f"{self.path} is not a usable SQLite file ({exc})") from None
         self._db = db
+
+    def _check(self, db: sqlite3.Connection) -> None:
+        """Check that an existing file is a history of this version, with its layout."""
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("app") != APP:
+            raise HistoryError(f"{self.path} is not a sitemap_crawl history (an SQLite file of another program)")
+        if meta.get("version") != VERSION:
+            raise HistoryError(
+                f"{self.path} is a history of version {meta.get('version')}; this sitemap_crawl reads {VERSION}"
+            )
+        missing = _missing_layout(db)
+        if missing:
+            raise HistoryError(
+                f"{self.path} is a history without {', '.join(missing)} (written by an earlier sitemap_crawl, "
+                "or damaged): start a new history file (delete it, or name another; the first run with it "
+                "exports every page as added)"
+            )
 
     def _state(self, url: str) -> SitemapState | None:
         assert self._db is not None
