@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from sitemap_crawl.history import HistoryError, HistoryStore, SitemapState, diff_pages
+from sitemap_crawl.history import store as store_module
 from sitemap_crawl.items import SitemapRef
 
 
@@ -167,6 +169,22 @@ def test_a_history_written_before_the_staging_tables_gets_them(tmp_path: Path) -
     asyncio.run(store.close())
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT count(*) FROM staged JOIN staged_pages ON staged_id = id").fetchone() == (0,)
+
+
+def test_a_history_another_process_holds_locked_is_said_to_be_in_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "LOCK_WAIT", 0.05, raising=False)
+    path = _history(tmp_path / "h.sqlite")
+    other_run = sqlite3.connect(path, isolation_level=None)
+    other_run.execute("BEGIN EXCLUSIVE")
+    store = HistoryStore(path)
+    started = time.monotonic()
+    with pytest.raises(HistoryError, match=r"is in use: another process kept it locked .*another run"):
+        store.open_now()
+    assert time.monotonic() - started >= 0.05  # it waited for the lock
+    asyncio.run(store.close())
+    other_run.close()
 
 
 def test_a_queue_run_stages_a_sites_states_until_it_is_acknowledged(tmp_path: Path) -> None:

@@ -35,6 +35,10 @@ VERSION = "1"
 """The schema version this code reads and writes (a file of another is refused: there is
 no migration). Raise it when the layout of :data:`_HISTORY_TABLES` changes."""
 
+LOCK_WAIT = 5.0
+"""Seconds a statement waits for a lock another process holds on the file (SQLite's busy
+timeout, as Python's default)."""
+
 _HISTORY_TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS sitemaps (id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE, etag TEXT, "
@@ -197,13 +201,13 @@ class HistoryStore:
 
     def _open(self) -> None:
         try:
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db = sqlite3.connect(self.path, timeout=LOCK_WAIT, isolation_level=None, check_same_thread=False)
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if tables and "meta" not in tables:
                 raise HistoryError(f"{self.path} is not a sitemap_crawl history (an SQLite file of another program)")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("BEGIN")
+            db.execute("BEGIN IMMEDIATE")  # the write lock now: a lock held elsewhere is waited for
             if tables:
                 self._check(db)
             else:
@@ -216,6 +220,12 @@ class HistoryStore:
                 db.execute(statement)
             db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
+            if exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise HistoryError(
+                    f"{self.path} is in use: another process kept it locked the {LOCK_WAIT:g} s this run "
+                    f"waited ({exc}). Is another run using this history file? Wait for it to end, or give "
+                    "this run another file"
+                ) from None
             raise HistoryError(f"{self.path} is not a usable SQLite file ({exc})") from None
         self._db = db
 
