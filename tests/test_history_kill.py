@@ -1,6 +1,7 @@
-"""A history run killed with SIGKILL while a changed sitemap is in flight, then a normal
-run: together their feeds hold every change exactly once (a sitemap is recorded as seen
-only after its rows were written)."""
+"""A history run killed with SIGKILL after one changed sitemap was recorded and while
+another is in flight, then a normal run: together their feeds hold every change once (a
+sitemap is recorded as seen only after its rows were written; one killed after its rows
+reached the feed and before it was recorded is exported again, see docs/incremental.md)."""
 
 from __future__ import annotations
 

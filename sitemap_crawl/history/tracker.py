@@ -8,7 +8,9 @@ changed sitemap's pages are diffed against the stored ones and only the differen
 leave, as :class:`SitemapPage` rows. The sitemap's new state is
 committed only once its last row has been written to the feeds (``item_scraped`` of that
 row, the feed files flushed), so a run killed halfway leaves a history the next run
-trusts, and each change is exported exactly once. In a queue run it is staged then, and
+trusts, and each change is exported at least once (twice when the kill came after some
+of the sitemap's rows reached the feed and before its state was committed). In a queue
+run it is staged then, and
 written once the server acknowledged the site's attempt (``site_acknowledged``): an
 attempt that is not acknowledged (a crash, a site another worker took over) leaves the
 history as it was, and the attempt that maps the site again exports the same changes.
