@@ -20,7 +20,9 @@ from sitemap_crawl.loader import (
     LoaderState,
     SitemapFetchError,
     read_saved_state,
+    store,
 )
+from sitemap_crawl.loader.store import write_atomically
 from tests.support import atom, gzip_bytes, robots, rss, sitemapindex, text_sitemap, urlset
 
 BASE = "https://site.test"
@@ -612,6 +614,68 @@ def test_a_page_of_two_sitemaps_is_in_progress_once_at_a_time_and_both_copies_su
         loader.close()
 
     run(second_run)
+
+
+@pytest.mark.parametrize("in_a_save", [False, True], ids=["kill", "kill-between-pages-and-state"])
+def test_after_a_crash_each_copy_of_a_page_of_two_sitemaps_keeps_its_own_item(
+    tmp_path: Path, in_a_save: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the journal took a handled URL out of in_progress / url_queue but left its copy's item
+    # first in the pages file: the other sitemap's copy came back with the handled copy's item.
+    # And a kill inside a save, the new pages file written and the state not yet, resumed the
+    # previous state with the new snapshot's items.
+    web = FakeWeb(
+        {
+            f"{BASE}/a.xml": urlset(*({"loc": url, "priority": 0.1} for url in pages("p", 6))),
+            f"{BASE}/b.xml": urlset(*({"loc": url, "priority": 0.9} for url in pages("p", 6))),
+        }
+    )
+    sitemaps = [f"{BASE}/a.xml", f"{BASE}/b.xml"]
+    live, crashed = tmp_path / "live", tmp_path / "crashed"
+    handed: list[tuple[str, str]] = []
+
+    async def first_run() -> None:
+        loader = SitemapRequestLoader(sitemaps, fetch=web, persist_dir=live, save_interval=3600)
+        for _ in range(5):
+            page = await loader.fetch_next_page()
+            assert page is not None
+            handed.append((page.url, page.sitemap_url))
+        while not loader.completed:
+            await asyncio.sleep(0)  # the snapshot: a's p/0..4 in progress, a's p/5 and b's copies waiting
+        for url in pages("p", 3):
+            loader.mark_handled(url)  # a's copies, out of in_progress
+        for _ in range(4):
+            page = await loader.fetch_next_page()
+            assert page is not None
+            handed.append((page.url, page.sitemap_url))
+        loader.mark_handled(f"{BASE}/p/1")  # b's copy, out of url_queue
+        if in_a_save:
+
+            def write(path: Path, data: bytes, before_replace: Callable[[], None] | None = None) -> None:
+                if path.name == "sitemap_loader.json" and not crashed.exists():
+                    crash_copy(live, crashed)  # the pages file written, the state not yet
+                write_atomically(path, data, before_replace)
+
+            monkeypatch.setattr(store, "write_atomically", write)
+            loader.save()
+        else:
+            crash_copy(live, crashed)
+        loader.close()
+
+    run(first_run)
+    handled = {(url, f"{BASE}/a.xml") for url in pages("p", 3)} | {(f"{BASE}/p/1", f"{BASE}/b.xml")}
+    assert handled <= set(handed)
+
+    async def second_run() -> list[tuple[str, str, float]]:
+        loader = SitemapRequestLoader(sitemaps, fetch=web, persist_dir=crashed)
+        got = await drain(loader)
+        loader.close()
+        return sorted((page.url, page.sitemap_url, page.priority) for page in got)
+
+    expected = {(url, sitemap) for url in pages("p", 6) for sitemap in sitemaps} - handled
+    assert run(second_run) == sorted(
+        (url, sitemap, 0.1 if sitemap.endswith("a.xml") else 0.9) for url, sitemap in expected
+    )
 
 
 def test_a_consumer_that_marks_pages_later_gets_every_copy_without_waiting() -> None:

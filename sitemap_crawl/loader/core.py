@@ -96,6 +96,14 @@ class QueuedPage:
     handed out again after a restart (levels count from 0 again then)."""
 
 
+def _drop_first_item(pages: dict[str, Any], url: str) -> None:
+    """A saved copy of ``url`` was handled (the journal says so): its item, the first of the
+    URL's list in the pages file (in the order the copies are handed out again), goes with it."""
+    items = pages.get(url)
+    if isinstance(items, list) and items:
+        del items[0]
+
+
 def _compile(patterns: Iterable[PatternLike] | PatternLike | None) -> list[re.Pattern[str]] | None:
     if patterns is None:
         return None
@@ -412,7 +420,7 @@ class SitemapRequestLoader:
     def _restore(self, data: Any, pages: dict[str, Any], journal: list[str]) -> None:
         state = LoaderState.from_dict(data)
         before = set(state.in_progress)
-        replayed = replay_journal(state, journal)
+        replayed = replay_journal(state, journal, lambda url: _drop_first_item(pages, url))
         current = state.in_progress_sitemap_url
         # the sitemap that was being read is read first again (skipping its pages already queued)
         waiting = [current, *state.pending_sitemap_urls] if current is not None else list(state.pending_sitemap_urls)

@@ -83,16 +83,24 @@ _FROM_JSON: dict[str, Callable[[str, Any], Any]] = {
 """How each field type of :class:`LoaderState` is read back from JSON (checked on the way)."""
 
 
-def replay_journal(state: LoaderState, handled_urls: Iterable[str]) -> int:
+def replay_journal(
+    state: LoaderState, handled_urls: Iterable[str], copy_handled: Callable[[str], None] | None = None
+) -> int:
     """Apply the handled-pages journal written after ``state`` was saved; returns how many
-    lines counted. A URL leaves in_progress, else url_queue; a URL in neither was queued
-    (from the sitemap being read) and handled after the snapshot."""
+    lines counted. A URL leaves in_progress, else url_queue (its first copy there); a URL in
+    neither was queued (from the sitemap being read) and handled after the snapshot.
+    ``copy_handled(url)`` is called for each saved copy that leaves, in that order: the copy
+    in progress first, then those of url_queue in queue order."""
     replayed = 0
     for url in handled_urls:
         if url in state.in_progress:
             state.in_progress.discard(url)
+            if copy_handled is not None:
+                copy_handled(url)
         elif url in state.url_queue:
             state.url_queue.remove(url)
+            if copy_handled is not None:
+                copy_handled(url)
         elif state.in_progress_sitemap_url is not None and url not in state.current_sitemap_processed_urls:
             state.current_sitemap_processed_urls.add(url)
             state.total_count += 1

@@ -12,19 +12,23 @@ All in one directory (JOBDIR under Scrapy):
 ``sitemap_loader.pages.json``
     the page items (lastmod, images, news...) of the URLs in ``url_queue`` and
     ``in_progress`` at the snapshot, so that pages handed out again after a restart
-    still carry their item.
+    still carry their item; with the SHA-256 of the state file it goes with. The one
+    of the previous snapshot is kept as ``sitemap_loader.pages.previous.json`` until
+    the new state is in place, so that a kill between the two writes finds the items
+    of the state it resumes from.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sitemap_crawl.loader.state import LoaderState, replay_journal
 
@@ -54,6 +58,7 @@ class StateStore:
         self.directory = Path(directory)
         self.state_path = self.directory / f"{name}.json"
         self.pages_path = self.directory / f"{name}.pages.json"
+        self.previous_pages_path = self.directory / f"{name}.pages.previous.json"
         self.journal_path = self.directory / f"{name}.handled"
         self._journal_fd: int | None = None
 
@@ -61,12 +66,9 @@ class StateStore:
         """(state JSON, page items by URL, handled URLs of the journal), or None without a state."""
         if not self.state_path.exists():
             return None
-        state = json.loads(self.state_path.read_text("utf-8"))
-        pages: dict[str, Any] = {}
-        with contextlib.suppress(OSError, ValueError):
-            loaded = json.loads(self.pages_path.read_text("utf-8"))
-            if isinstance(loaded, dict):
-                pages = loaded
+        state_bytes = self.state_path.read_bytes()
+        state = json.loads(state_bytes.decode("utf-8"))
+        pages = self._pages_of(_digest(state_bytes))
         journal: list[str] = []
         with contextlib.suppress(OSError):
             text = self.journal_path.read_bytes().decode("utf-8", "replace")
@@ -81,17 +83,36 @@ class StateStore:
         logger.error("Sitemap loader state %s is unreadable (%s); moved to %s", self.state_path, reason, target)
         return target
 
+    def _pages_of(self, state_digest: str) -> dict[str, Any]:
+        """The page items saved with the state of digest ``state_digest`` (the current pages
+        file, else the previous one); a pages file of an older version has no digest and is
+        taken as it is; {} when none fits."""
+        for path in (self.pages_path, self.previous_pages_path):
+            with contextlib.suppress(OSError, ValueError):
+                loaded = json.loads(path.read_text("utf-8"))
+                if not isinstance(loaded, dict):
+                    continue
+                if _PAGES_KEY not in loaded:
+                    return loaded if path == self.pages_path else {}
+                if loaded.get(_DIGEST_KEY) == state_digest and isinstance(loaded[_PAGES_KEY], dict):
+                    return cast(dict[str, Any], loaded[_PAGES_KEY])
+        return {}
+
     def save(self, state: dict[str, Any], pages: dict[str, Any]) -> None:
         """Write a snapshot: the pages first, then the state, emptying the journal."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.pages_path, json.dumps(pages, ensure_ascii=False).encode("utf-8"))
+        state_bytes = json.dumps(state, ensure_ascii=False).encode("utf-8")
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(self.pages_path, self.previous_pages_path)  # the items of the state still in place
+        write_atomically(
+            self.pages_path,
+            json.dumps({_DIGEST_KEY: _digest(state_bytes), _PAGES_KEY: pages}, ensure_ascii=False).encode("utf-8"),
+        )
         # Empty the journal before the rename: dying in between leaves the previous
         # snapshot and no journal, i.e. pages handled again, never pages lost.
-        write_atomically(
-            self.state_path,
-            json.dumps(state, ensure_ascii=False).encode("utf-8"),
-            before_replace=lambda: os.ftruncate(self._journal(), 0),
-        )
+        write_atomically(self.state_path, state_bytes, before_replace=lambda: os.ftruncate(self._journal(), 0))
+        with contextlib.suppress(FileNotFoundError):
+            self.previous_pages_path.unlink()
 
     def _journal(self) -> int:
         if self._journal_fd is None:
@@ -107,6 +128,15 @@ class StateStore:
         if self._journal_fd is not None:
             os.close(self._journal_fd)
             self._journal_fd = None
+
+
+_DIGEST_KEY = "state_sha256"
+_PAGES_KEY = "pages"
+"""The pages file: {"state_sha256": SHA-256 of the state file it goes with, "pages": items by URL}."""
+
+
+def _digest(state_bytes: bytes) -> str:
+    return hashlib.sha256(state_bytes).hexdigest()
 
 
 def read_saved_state(directory: str | Path, state_name: str = DEFAULT_STATE_NAME) -> LoaderState | None:
