@@ -61,8 +61,9 @@ LOADER_PAGES_WRITTEN_OFF_STAT = "sitemap_crawl/loader/pages_written_off"
 META_KEY = "sitemap_crawl"
 """Request meta key holding the ``Visit`` of a ``sitemaps`` spider's sitemap request."""
 RUN_META_KEY = "sitemap_crawl_run"
-"""Request meta key holding the run that sent a ``sitemaps`` spider's request (a sitemap, or the one that passes on the helper processes' output): a request
-of another run (one Scrapy resumed from a stopped run's JOBDIR) is ignored (internal)."""
+"""Request meta key holding the run that sent a ``sitemaps`` spider's request (a sitemap, or
+the one that passes on the helper processes' output): a request of another run (one Scrapy
+resumed from a stopped run's JOBDIR) is ignored (internal)."""
 PAGE_META_KEY = "sitemap_page"
 """Request/response meta key holding the :class:`~sitemap_crawl.items.SitemapPage` of a page request."""
 TOKEN_META_KEY = "sitemap_crawl_loader"
