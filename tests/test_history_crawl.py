@@ -406,3 +406,31 @@ def test_a_robots_txt_that_answers_an_html_page_leaves_its_stored_state_alone(
         ("/b2", "removed"),
         ("/n1", "added"),
     ]
+
+
+def test_each_place_of_a_sitemap_under_two_indexes_exports_the_same_changes(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # the place under the slow two.xml was read after the first place's new state was
+    # committed: compared with it, it exported nothing (or, timing aside, the same rows)
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/one.xml", "{base}/two.xml"),
+            "/one.xml": sitemapindex("{base}/shared.xml"),
+            "/two.xml": Route(sitemapindex("{base}/shared.xml"), delay=1.0),
+            "/shared.xml": Route(urlset("{base}/p1"), etag='"s1"'),
+        }
+    )
+    history = tmp_path / "history.sqlite"
+
+    first = _run(crawl, site, history)
+    site["/shared.xml"] = Route(urlset("{base}/p1", "{base}/p2"), etag='"s2"')
+    second = _run(crawl, site, history)
+    third = _run(crawl, site, history)
+
+    assert _changes(first.pages, site.base) == [("/p1", "added")] * 2
+    assert _changes(second.pages, site.base) == [("/p2", "added")] * 2
+    shared = [node for url, node in _nodes(second) if url == site.url("/shared.xml")]
+    assert [(node["change"], node["changes"]) for node in shared] == [("changed", 1)] * 2
+    assert [request.header("If-None-Match") for request in site.requests_for("/shared.xml")][-4:-2] == ['"s1"'] * 2
+    assert third.pages == []

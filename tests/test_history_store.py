@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -29,25 +30,82 @@ def test_diff_pages() -> None:
     assert diff_pages({}, current).added == ["d", "b", "a"]
 
 
-def test_store_round_trip_and_replace(tmp_path: Path) -> None:
-    async def scenario() -> None:
-        store = HistoryStore(tmp_path / "h.sqlite")
+def _in_a_run(path: Path, scenario: Callable[[HistoryStore], Awaitable[None]]) -> None:
+    """``scenario`` with the store of one run (opened, then closed)."""
+
+    async def run() -> None:
+        store = HistoryStore(path)
         await store.open()
-        assert await store.state("http://x/s.xml") is None
-        children = [SitemapRef("http://x/a.xml"), SitemapRef("http://x/b.xml", "2024-05-01")]
-        state = SitemapState("http://x/s.xml", "xml_index", '"e"', "Mon", "h1", 0, children)
+        try:
+            await scenario(store)
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+
+
+def test_store_round_trip_and_replace(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    url = "http://x/s.xml"
+    children = [SitemapRef("http://x/a.xml"), SitemapRef("http://x/b.xml", "2024-05-01")]
+    state = SitemapState(url, "xml_index", '"e"', "Mon", "h1", 0, children)
+
+    async def first(store: HistoryStore) -> None:
+        assert await store.state(url) is None
         await asyncio.wrap_future(store.commit(state, [("http://x/p", "d1", b"{}"), ("http://x/q", "d2", b"[]")]))
-        assert await store.state("http://x/s.xml") == state
-        assert await store.pages("http://x/s.xml") == {"http://x/p": ("d1", b"{}"), "http://x/q": ("d2", b"[]")}
-        await asyncio.wrap_future(store.commit(state, [("http://x/r", "d3", b"1")]))
-        assert list(await store.pages("http://x/s.xml")) == ["http://x/r"]
-        state.etag = '"f"'
-        await asyncio.wrap_future(store.commit(state, None))  # validators only: the pages stay
-        assert list(await store.pages("http://x/s.xml")) == ["http://x/r"]
-        assert (await store.state("http://x/s.xml")).etag == '"f"'  # type: ignore[union-attr]
+
+    async def second(store: HistoryStore) -> None:
+        assert await store.state(url) == state
+        assert await store.pages(url) == {"http://x/p": ("d1", b"{}"), "http://x/q": ("d2", b"[]")}
         assert await store.listed_by_another("http://x/b.xml", "http://x/other.xml")
-        assert not await store.listed_by_another("http://x/b.xml", "http://x/s.xml")
-        await store.close()
+        assert not await store.listed_by_another("http://x/b.xml", url)
+        await asyncio.wrap_future(store.commit(state, [("http://x/r", "d3", b"1")]))
+
+    async def third(store: HistoryStore) -> None:
+        assert list(await store.pages(url)) == ["http://x/r"]
+        await asyncio.wrap_future(store.commit(dataclasses.replace(state, etag='"f"'), None))  # validators only
+
+    async def fourth(store: HistoryStore) -> None:
+        assert list(await store.pages(url)) == ["http://x/r"]  # the pages stay
+        assert (await store.state(url)).etag == '"f"'  # type: ignore[union-attr]
+
+    for scenario in (first, second, third, fourth):
+        _in_a_run(path, scenario)
+
+
+def test_a_run_reads_the_history_as_it_found_it(tmp_path: Path) -> None:
+    # a sitemap listed by two indexes: the place read after the other's commit was compared
+    # with that commit (no change), not with what the run started from
+    path = tmp_path / "h.sqlite"
+    index = SitemapState("http://x/i.xml", "xml_index", body_hash="i1", children=[SitemapRef("http://x/s.xml")])
+    urlset = SitemapState("http://x/s.xml", "xml_urlset", '"s1"', body_hash="s1", page_count=1)
+    found = {"http://x/p": ("d1", b"{}")}
+
+    async def first(store: HistoryStore) -> None:
+        await asyncio.wrap_future(store.commit(index, None))
+        await asyncio.wrap_future(store.commit(urlset, [("http://x/p", "d1", b"{}")]))
+
+    async def second(store: HistoryStore) -> None:
+        new = SitemapState("http://x/new.xml", "xml_urlset", body_hash="n1")
+        await asyncio.wrap_future(store.commit(new, [("http://x/n", "d", b"{}")]))
+        assert await store.state(new.url) is None and await store.pages(new.url) == {}  # new in this run
+        await asyncio.wrap_future(store.commit(dataclasses.replace(urlset, etag='"s2"'), None))  # validators only
+        assert (await store.state(urlset.url)) == urlset and await store.pages(urlset.url) == found
+        changed = dataclasses.replace(urlset, etag='"s3"', body_hash="s3", page_count=2)
+        await asyncio.wrap_future(store.commit(changed, [("http://x/p", "d2", b"[]"), ("http://x/q", "d3", b"1")]))
+        await asyncio.wrap_future(store.commit(changed, [("http://x/p", "d2", b"[]"), ("http://x/q", "d3", b"1")]))
+        assert await store.state(urlset.url) == urlset and await store.pages(urlset.url) == found
+        await asyncio.wrap_future(store.commit(dataclasses.replace(index, children=[]), None, forget=[urlset.url]))
+        assert await store.state(urlset.url) == urlset and await store.pages(urlset.url) == found  # forgotten
+        assert await store.listed_by_another(urlset.url, "http://x/other.xml")  # as the index listed it
+
+    async def third(store: HistoryStore) -> None:
+        assert await store.state(urlset.url) is None and await store.pages(urlset.url) == {}
+        assert (await store.state("http://x/new.xml")) is not None
+        assert not await store.listed_by_another(urlset.url, "http://x/other.xml")
+
+    for scenario in (first, second, third):
+        _in_a_run(path, scenario)
 
 
 def test_children_of_earlier_files_are_read_as_urls(tmp_path: Path) -> None:
@@ -189,36 +247,35 @@ def test_a_history_another_process_holds_locked_is_said_to_be_in_use(
 
 def test_a_queue_run_stages_a_sites_states_until_it_is_acknowledged(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
+    index = SitemapState("http://x/i.xml", "xml_index", body_hash="h", children=[SitemapRef("http://x/s.xml")])
+    urlset = SitemapState("http://x/s.xml", "xml_urlset", body_hash="h", page_count=1)
 
-    async def scenario() -> None:
-        store = HistoryStore(path)
-        await store.open()
+    async def first(store: HistoryStore) -> None:
         old = SitemapState("http://x/old.xml", "xml_urlset", page_count=1)
         await asyncio.wrap_future(store.commit(old, [("http://x/o", "d0", b"{}")]))
-        index = SitemapState("http://x/i.xml", "xml_index", body_hash="h", children=[SitemapRef("http://x/s.xml")])
-        urlset = SitemapState("http://x/s.xml", "xml_urlset", body_hash="h", page_count=1)
+
+    async def second(store: HistoryStore) -> None:
         store.stage("http://x/", index, None, forget=["http://x/old.xml"])
         store.stage("http://x/", urlset, [("http://x/p", "d1", b'{"a": 1}')])
         store.stage("http://y/", SitemapState("http://y/s.xml", "xml_urlset"), [])
-        assert await store.state("http://x/s.xml") is None  # staged: not written yet
         await asyncio.wrap_future(store.commit_site("http://x/"))
-        assert await store.state("http://x/i.xml") == index
-        assert await store.pages("http://x/s.xml") == {"http://x/p": ("d1", b'{"a": 1}')}
-        assert await store.state("http://x/old.xml") is None  # forgotten
         await asyncio.wrap_future(store.drop_site("http://x/"))  # nothing left: no change
-        assert await store.state("http://x/s.xml") == urlset
         store.stage("http://z/", SitemapState("http://z/s.xml", "xml_urlset"), [("http://z/p", "d", b"{}")])
         await asyncio.wrap_future(store.drop_site("http://z/"))  # another attempt holds the site
         await asyncio.wrap_future(store.commit_site("http://z/"))
-        assert await store.state("http://z/s.xml") is None
-        await store.close()
 
-    asyncio.run(scenario())
+    async def third(store: HistoryStore) -> None:
+        assert await store.state("http://x/i.xml") == index
+        assert await store.state("http://x/s.xml") == urlset
+        assert await store.pages("http://x/s.xml") == {"http://x/p": ("d1", b'{"a": 1}')}
+        assert await store.state("http://x/old.xml") is None  # forgotten
+        assert await store.state("http://z/s.xml") is None
+
+    _in_a_run(path, first)
+    _in_a_run(path, second)
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT site FROM staged").fetchall() == [("http://y/",)]  # a stopped run's
-    reopened = HistoryStore(path)
-    reopened.open_now()  # drops what a stopped run staged: that site is mapped again
-    asyncio.run(reopened.close())
+    _in_a_run(path, third)  # the open drops what a stopped run staged: that site is mapped again
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT count(*) FROM staged").fetchone() == (0,)
         assert db.execute("SELECT count(*) FROM staged_pages").fetchone() == (0,)

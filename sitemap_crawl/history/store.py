@@ -9,6 +9,12 @@ A queue run *stages* the new states of a site's sitemaps (tables ``staged`` and
 ``staged_pages``) and writes them, in one transaction, once the site is acknowledged
 (:meth:`HistoryStore.commit_site`); what a stopped run staged is dropped when the file is
 opened next (the site is mapped again, and its changes exported again).
+
+What the store reads is the history *as this run found it*: the first time a run replaces
+(or forgets) a sitemap, its earlier state and pages are kept in temporary tables of the
+connection (``before_run``, ``before_run_pages``; gone when the file is closed, or when the
+process dies), so that each place of a sitemap listed twice is compared with the same
+state, whichever place was committed first.
 """
 
 from __future__ import annotations
@@ -85,6 +91,15 @@ def _missing_layout(db: sqlite3.Connection) -> list[str]:
         else:
             missing += [f"column {table}.{column}" for column in columns if column not in present]
     return missing
+_BEFORE_RUN_SCHEMA = (
+    # kind NULL: the sitemap was not in the history; pages_kept: its pages were copied
+    # (until then they are the ones in ``pages``: only its validators were replaced)
+    "CREATE TEMP TABLE before_run (url TEXT PRIMARY KEY, kind TEXT, etag TEXT, last_modified TEXT, "
+    "body_hash TEXT, page_count INTEGER, children TEXT, pages_kept INTEGER NOT NULL)",
+    "CREATE TEMP TABLE before_run_pages (sitemap TEXT NOT NULL, url TEXT NOT NULL, hash TEXT NOT NULL, "
+    "record BLOB NOT NULL, PRIMARY KEY (sitemap, url)) WITHOUT ROWID",
+)
+"""The state and pages, as this run found them, of the sitemaps it replaced or forgot."""
 
 
 class HistoryError(Exception):
@@ -148,15 +163,17 @@ class HistoryStore:
         await self._run(self._open)
 
     async def state(self, url: str) -> SitemapState | None:
-        """The stored state of a sitemap, or None when it was never seen."""
+        """The state of a sitemap as this run found it (what this run commits is not read
+        back), or None when it was not in the history."""
         return await self._run(self._state, url)
 
     async def pages(self, url: str) -> StoredPages:
-        """The stored pages of a sitemap."""
+        """The pages of a sitemap as this run found them."""
         return await self._run(self._pages, url)
 
     async def listed_by_another(self, url: str, parent: str) -> bool:
-        """Whether a stored sitemap other than ``parent`` lists ``url`` among its children."""
+        """Whether a sitemap other than ``parent`` listed ``url`` among its children when this
+        run found the history."""
         return await self._run(self._listed_by_another, url, parent)
 
     def commit(
@@ -219,6 +236,8 @@ class HistoryStore:
                 db.execute(f"DROP TABLE IF EXISTS {table}")
                 db.execute(statement)
             db.execute("COMMIT")
+            for statement in _BEFORE_RUN_SCHEMA:
+                db.execute(statement)
         except sqlite3.DatabaseError as exc:
             if exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 raise HistoryError(
@@ -248,33 +267,42 @@ class HistoryStore:
 
     def _state(self, url: str) -> SitemapState | None:
         assert self._db is not None
-        row = self._db.execute(
-            "SELECT kind, etag, last_modified, body_hash, page_count, children FROM sitemaps WHERE url = ?", (url,)
-        ).fetchone()
+        columns = "kind, etag, last_modified, body_hash, page_count, children"
+        row = self._db.execute(f"SELECT {columns} FROM before_run WHERE url = ?", (url,)).fetchone()
         if row is None:
+            row = self._db.execute(f"SELECT {columns} FROM sitemaps WHERE url = ?", (url,)).fetchone()
+        if row is None or row[0] is None:
             return None
         kind, etag, last_modified, body_hash, page_count, children = row
         return SitemapState(url, kind, etag, last_modified, body_hash, page_count, children_from_json(children))
 
     def _pages(self, url: str) -> StoredPages:
         assert self._db is not None
-        rows = self._db.execute(
-            "SELECT pages.url, hash, record FROM pages JOIN sitemaps ON sitemaps.id = sitemap_id "
-            "WHERE sitemaps.url = ?",
-            (url,),
-        )
+        kept = self._db.execute("SELECT pages_kept FROM before_run WHERE url = ?", (url,)).fetchone()
+        if kept is not None and kept[0]:
+            rows = self._db.execute("SELECT url, hash, record FROM before_run_pages WHERE sitemap = ?", (url,))
+        else:
+            rows = self._db.execute(
+                "SELECT pages.url, hash, record FROM pages JOIN sitemaps ON sitemaps.id = sitemap_id "
+                "WHERE sitemaps.url = ?",
+                (url,),
+            )
         return {page: (digest, zlib.decompress(record)) for page, digest, record in rows}
 
     def _listed_by_another(self, url: str, parent: str) -> bool:
         assert self._db is not None
+        needle = json.dumps(url)
         rows = self._db.execute(
-            "SELECT children FROM sitemaps WHERE url != ? AND instr(children, ?) > 0", (parent, json.dumps(url))
+            "SELECT children FROM sitemaps WHERE url != ? AND url NOT IN (SELECT url FROM before_run) "
+            "AND instr(children, ?) > 0 UNION ALL "
+            "SELECT children FROM before_run WHERE url != ? AND kind IS NOT NULL AND instr(children, ?) > 0",
+            (parent, needle, parent, needle),
         )
         return any(ref.url == url for (children,) in rows for ref in children_from_json(children))
 
     def _commit(self, state: SitemapState, pages: list[tuple[str, str, bytes]] | None, forget: list[str]) -> None:
         with self._transaction() as db:
-            sitemap_id = self._write_state(db, state, forget)
+            sitemap_id = self._write_state(db, state, forget, pages is not None)
             if pages is not None:
                 db.execute("DELETE FROM pages WHERE sitemap_id = ?", (sitemap_id,))
                 db.executemany(
@@ -301,7 +329,7 @@ class HistoryStore:
                 "SELECT id, state, has_pages, forget FROM staged WHERE site = ? ORDER BY id", (site,)
             ).fetchall()
             for staged_id, state, has_pages, forget in staged:
-                sitemap_id = self._write_state(db, _state_from_json(state), json.loads(forget))
+                sitemap_id = self._write_state(db, _state_from_json(state), json.loads(forget), bool(has_pages))
                 if has_pages:
                     db.execute("DELETE FROM pages WHERE sitemap_id = ?", (sitemap_id,))
                     db.execute(
@@ -332,11 +360,34 @@ class HistoryStore:
         db.execute("COMMIT")
 
     @staticmethod
-    def _write_state(db: sqlite3.Connection, state: SitemapState, forget: list[str]) -> int:
-        """Forget the sitemaps ``forget`` names, and write ``state`` (its pages aside): its row id."""
+    def _keep_before_run(db: sqlite3.Connection, url: str, with_pages: bool) -> None:
+        """Keep what the history holds of ``url`` as this run found it, before the first write
+        of this run that changes it (its pages too if ``with_pages``): what the store reads."""
+        db.execute(
+            "INSERT OR IGNORE INTO before_run SELECT url, kind, etag, last_modified, body_hash, page_count, "
+            "children, 0 FROM sitemaps WHERE url = ?",
+            (url,),
+        )
+        db.execute("INSERT OR IGNORE INTO before_run (url, pages_kept) VALUES (?, 1)", (url,))  # was not there
+        if (
+            with_pages
+            and db.execute("UPDATE before_run SET pages_kept = 1 WHERE url = ? AND pages_kept = 0", (url,)).rowcount
+        ):
+            db.execute(
+                "INSERT INTO before_run_pages SELECT sitemaps.url, pages.url, hash, record "
+                "FROM pages JOIN sitemaps ON sitemaps.id = sitemap_id WHERE sitemaps.url = ?",
+                (url,),
+            )
+
+    @classmethod
+    def _write_state(cls, db: sqlite3.Connection, state: SitemapState, forget: list[str], with_pages: bool) -> int:
+        """Forget the sitemaps ``forget`` names, and write ``state`` (its pages aside, which the
+        caller replaces when ``with_pages``): its row id."""
         for gone in forget:
+            cls._keep_before_run(db, gone, with_pages=True)
             db.execute("DELETE FROM pages WHERE sitemap_id IN (SELECT id FROM sitemaps WHERE url = ?)", (gone,))
             db.execute("DELETE FROM sitemaps WHERE url = ?", (gone,))
+        cls._keep_before_run(db, state.url, with_pages)
         (sitemap_id,) = db.execute(
             "INSERT INTO sitemaps (url, etag, last_modified, body_hash, kind, page_count, children) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, "

@@ -200,7 +200,7 @@ class HistoryTracker:
         modified, then removed pages. With ``partial`` (a body read only in part) no page is
         removed, and the next run reads it again."""
         self._inc(CHANGED)
-        stored = await self.store.pages(changes.url)  # also without a state: the same URL may be in flight twice
+        stored = await self.store.pages(changes.url)  # as this run found them, for each place of the sitemap
         current = changes.pages
         diff = diff_pages(
             {url: digest for url, (digest, _record) in stored.items()},
