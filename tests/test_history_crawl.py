@@ -434,3 +434,108 @@ def test_each_place_of_a_sitemap_under_two_indexes_exports_the_same_changes(
     assert [(node["change"], node["changes"]) for node in shared] == [("changed", 1)] * 2
     assert [request.header("If-None-Match") for request in site.requests_for("/shared.xml")][-4:-2] == ['"s1"'] * 2
     assert third.pages == []
+
+
+def test_a_sitemap_that_moves_to_another_index_is_not_removed(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # one.xml, read first, dropped moved.xml before the slow two.xml listed it: its pages were
+    # exported removed, and the history forgot it (the next run exported them added)
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/one.xml", "{base}/two.xml"),
+            "/one.xml": sitemapindex("{base}/moved.xml"),
+            "/two.xml": Route(sitemapindex("{base}/other.xml"), delay=1.0),
+            "/moved.xml": Route(urlset("{base}/m1", "{base}/m2"), etag='"m1"'),
+            "/other.xml": urlset("{base}/o1"),
+            "/new.xml": urlset("{base}/n1"),
+        }
+    )
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site["/one.xml"] = sitemapindex("{base}/new.xml")
+    site["/two.xml"] = Route(sitemapindex("{base}/other.xml", "{base}/moved.xml"), delay=1.0)
+
+    second = _run(crawl, site, history)
+    third = _run(crawl, site, history)
+
+    assert _changes(second.pages, site.base) == [("/n1", "added")]
+    nodes = _nodes(second)
+    assert [(node["change"], node["changes"]) for url, node in nodes if url == site.url("/moved.xml")] == [
+        ("unchanged", 0)
+    ]
+    assert [node["changes"] for url, node in nodes if url == site.url("/one.xml")] == [0]
+    assert third.pages == []
+
+
+def test_a_sitemap_listed_by_a_new_index_of_robots_txt_is_not_removed(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # robots.txt dropped old.xml before new.xml (its child) was read: a.xml's pages were
+    # exported removed, then added again
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site["/robots.txt"] = robots("{base}/new.xml")
+    site["/new.xml"] = sitemapindex("{base}/a.xml", "{base}/b.xml")
+
+    second = _run(crawl, site, history)
+    third = _run(crawl, site, history)
+
+    assert second.pages == [] and third.pages == []
+    with sqlite3.connect(history) as db:
+        assert db.execute("SELECT count(*) FROM sitemaps WHERE url = ?", (site.url("/index.xml"),)).fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM sitemaps WHERE url = ?", (site.url("/a.xml"),)).fetchone() == (1,)
+
+
+def test_a_sitemap_both_its_indexes_drop_is_removed_at_each_place(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # each index found the other still listing it (as stored): its pages stayed for good
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/one.xml", "{base}/two.xml"),
+            "/one.xml": sitemapindex("{base}/shared.xml", "{base}/a.xml"),
+            "/two.xml": Route(sitemapindex("{base}/shared.xml"), delay=0.5),
+            "/shared.xml": urlset("{base}/s1"),
+            "/a.xml": urlset("{base}/a1"),
+        }
+    )
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site["/one.xml"] = sitemapindex("{base}/a.xml")
+    site["/two.xml"] = Route(sitemapindex("{base}/a.xml"), delay=0.5)
+
+    second = _run(crawl, site, history)
+    third = _run(crawl, site, history)
+
+    assert _changes(second.pages, site.base) == [("/s1", "removed")] * 2
+    indexes = {url: node["changes"] for url, node in _nodes(second) if url.endswith(("/one.xml", "/two.xml"))}
+    assert indexes == {site.url("/one.xml"): 1, site.url("/two.xml"): 1}
+    assert second.stats["sitemap_crawl/history/removed"] == 2
+    assert third.pages == []
+    with sqlite3.connect(history) as db:
+        assert db.execute("SELECT count(*) FROM sitemaps WHERE url = ?", (site.url("/shared.xml"),)).fetchone() == (0,)
+
+
+def test_the_removed_rows_are_given_when_the_sites_last_sitemap_fails(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/one.xml", "{base}/two.xml"),
+            "/one.xml": sitemapindex("{base}/gone.xml", "{base}/a.xml"),
+            "/two.xml": sitemapindex("{base}/a.xml"),
+            "/gone.xml": urlset("{base}/g1"),
+            "/a.xml": urlset("{base}/a1"),
+        }
+    )
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site["/one.xml"] = sitemapindex("{base}/a.xml")
+    site["/two.xml"] = Route("", drop_connection=True, delay=1.0)  # its errback ends the site
+
+    second = _run(crawl, site, history)
+
+    assert _changes(second.pages, site.base) == [("/g1", "removed")]
+    assert second.tree_text().count("invalid") == 1, second.tree_text()

@@ -57,8 +57,8 @@ def test_store_round_trip_and_replace(tmp_path: Path) -> None:
     async def second(store: HistoryStore) -> None:
         assert await store.state(url) == state
         assert await store.pages(url) == {"http://x/p": ("d1", b"{}"), "http://x/q": ("d2", b"[]")}
-        assert await store.listed_by_another("http://x/b.xml", "http://x/other.xml")
-        assert not await store.listed_by_another("http://x/b.xml", url)
+        assert await store.listers("http://x/b.xml") == {url}
+        assert await store.listers("http://x/c.xml") == set()
         await asyncio.wrap_future(store.commit(state, [("http://x/r", "d3", b"1")]))
 
     async def third(store: HistoryStore) -> None:
@@ -97,12 +97,12 @@ def test_a_run_reads_the_history_as_it_found_it(tmp_path: Path) -> None:
         assert await store.state(urlset.url) == urlset and await store.pages(urlset.url) == found
         await asyncio.wrap_future(store.commit(dataclasses.replace(index, children=[]), None, forget=[urlset.url]))
         assert await store.state(urlset.url) == urlset and await store.pages(urlset.url) == found  # forgotten
-        assert await store.listed_by_another(urlset.url, "http://x/other.xml")  # as the index listed it
+        assert await store.listers(urlset.url) == {index.url}  # as the index listed it
 
     async def third(store: HistoryStore) -> None:
         assert await store.state(urlset.url) is None and await store.pages(urlset.url) == {}
         assert (await store.state("http://x/new.xml")) is not None
-        assert not await store.listed_by_another(urlset.url, "http://x/other.xml")
+        assert await store.listers(urlset.url) == set()
 
     for scenario in (first, second, third):
         _in_a_run(path, scenario)

@@ -567,6 +567,28 @@ def test_a_history_run_on_the_queue_exports_each_change_with_its_own_attempt(
     assert (unchanged, collected, code) == ([], [], 0), log
 
 
+def test_a_history_run_on_the_queue_exports_the_pages_of_a_dropped_sitemap_at_the_sites_end(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    site, expected = sites(fixture_site, 3)
+    homepage = list(expected)[2]
+    history = tmp_path / "history.sqlite"
+    history_day(crawl, queue_server, homepage, tmp_path / "day1", history)
+    site["//s02.test/robots.txt"] = robots(f"{host('s02.test')}/new.xml")  # map-2.xml no longer declared
+    site["//s02.test/new.xml"] = urlset(f"{homepage}page-new")
+
+    rows, tree = history_day(crawl, queue_server, homepage, tmp_path / "day2", history)
+
+    assert sorted((row["url"].removeprefix(homepage), row["change"]) for row in rows) == [
+        *((f"page-{i}", "removed") for i in range(3)),
+        ("page-new", "added"),
+    ]
+    assert {row["attempt"] for row in rows} == {tree["attempt"]}
+    assert tree["sub_sitemaps"][0]["changes"] == 3  # robots.txt: the rows of the sitemap it dropped
+    collected, log, code = collect(tmp_path / "day2")
+    assert code == 0 and len(collected) == 4, log
+
+
 def test_a_history_worker_stopped_before_the_acknowledgement_loses_no_change(
     fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:

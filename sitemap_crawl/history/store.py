@@ -171,10 +171,9 @@ class HistoryStore:
         """The pages of a sitemap as this run found them."""
         return await self._run(self._pages, url)
 
-    async def listed_by_another(self, url: str, parent: str) -> bool:
-        """Whether a sitemap other than ``parent`` listed ``url`` among its children when this
-        run found the history."""
-        return await self._run(self._listed_by_another, url, parent)
+    async def listers(self, url: str) -> set[str]:
+        """The sitemaps that listed ``url`` among their children when this run found the history."""
+        return await self._run(self._listers, url)
 
     def commit(
         self, state: SitemapState, pages: Iterable[tuple[str, str, bytes]] | None, forget: Iterable[str] = ()
@@ -289,16 +288,16 @@ class HistoryStore:
             )
         return {page: (digest, zlib.decompress(record)) for page, digest, record in rows}
 
-    def _listed_by_another(self, url: str, parent: str) -> bool:
+    def _listers(self, url: str) -> set[str]:
         assert self._db is not None
         needle = json.dumps(url)
         rows = self._db.execute(
-            "SELECT children FROM sitemaps WHERE url != ? AND url NOT IN (SELECT url FROM before_run) "
+            "SELECT url, children FROM sitemaps WHERE url NOT IN (SELECT url FROM before_run) "
             "AND instr(children, ?) > 0 UNION ALL "
-            "SELECT children FROM before_run WHERE url != ? AND kind IS NOT NULL AND instr(children, ?) > 0",
-            (parent, needle, parent, needle),
+            "SELECT url, children FROM before_run WHERE kind IS NOT NULL AND instr(children, ?) > 0",
+            (needle, needle),
         )
-        return any(ref.url == url for (children,) in rows for ref in children_from_json(children))
+        return {lister for lister, children in rows if any(ref.url == url for ref in children_from_json(children))}
 
     def _commit(self, state: SitemapState, pages: list[tuple[str, str, bytes]] | None, forget: list[str]) -> None:
         with self._transaction() as db:

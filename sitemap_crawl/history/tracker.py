@@ -75,8 +75,8 @@ class SitemapChanges:
     records never hold one, so a page is not ``modified`` because the attempt is new."""
     pages: dict[str, tuple[str, bytes, SitemapPage]] = field(default_factory=dict)
     rows: int = 0
-    """The rows it exported (set by ``rows``, and by :meth:`rows_exported` when ``since``
-    keeps fewer): the tree's ``changes``, which ``sitemaps-collect`` counts on."""
+    """The rows it exported (counted by :meth:`rows_exported`, after ``since``): the tree's
+    ``changes``, which ``sitemaps-collect`` counts on."""
     unwritten: int = 0
     """Its rows given to Scrapy and not yet written to the feeds."""
     all_given: bool = False
@@ -85,9 +85,12 @@ class SitemapChanges:
     """The pages the history will hold for it, once its rows are written (set by ``rows``)."""
     listed: set[str] = field(default_factory=set)
     """The URL of every sub-sitemap it lists, followed or not (an index, robots.txt)."""
+    dropped: list[str] = field(default_factory=list)
+    """The sub-sitemaps its stored state lists and this reading does not (set by ``rows``):
+    whether they are gone is known at the site's end (:meth:`HistoryTracker.dropped_rows`)."""
     forget: list[str] = field(default_factory=list)
-    """The sitemaps it no longer lists (nor does any other stored one), with those below
-    them: their pages were exported removed, and they leave the history (set by ``rows``)."""
+    """The sitemaps it dropped that are gone, with the gone ones below them: their pages were
+    exported removed, and they leave the history with its new state (set by ``dropped_rows``)."""
 
     def add_page(self, page: SitemapPage) -> None:
         """A page it lists (without ``attempt``: :meth:`HistoryTracker.rows` gives it)."""
@@ -96,8 +99,8 @@ class SitemapChanges:
             self.pages[page.url] = (_record_hash(record), record, page)
 
     def rows_exported(self, rows: list[SitemapPage]) -> list[SitemapPage]:
-        """``rows`` are what it exports (``since`` left some out): counted, and returned."""
-        self.rows = len(rows)
+        """``rows`` are (more of) what it exports (``since`` left some out): counted, and returned."""
+        self.rows += len(rows)
         return rows
 
     def add_listed(self, ref: SitemapRef) -> None:
@@ -124,6 +127,12 @@ class HistoryTracker:
         self._read: set[str] = set()
         """The sitemap URLs asked for in this run (a sitemap one parent drops may be read
         through another place: it is not removed)."""
+        self._listed: set[str] = set()
+        """Every sub-sitemap URL that a sitemap read in this run lists (read, or unchanged and
+        replayed), followed or not: a sitemap one parent drops and another lists is not removed."""
+        self._listings_read: set[str] = set()
+        """The sitemaps whose whole listing this run read (unchanged, or changed and read to
+        the end): what the history held of their children is superseded by ``_listed``."""
         self._in_flight: Counter[str] = Counter()
         """Requests in flight for each sitemap URL (one URL declared in two indexes is fetched
         for each place): its state is let go when the last one ends."""
@@ -193,13 +202,13 @@ class HistoryTracker:
         after = SitemapState(url, kind, etag, modified, body_hash(response.body))
         return SitemapChanges(url, site, before, after, attempt)
 
-    async def rows(
-        self, changes: SitemapChanges, partial: bool, still_read: Callable[[str], bool] = lambda _url: False
-    ) -> list[SitemapPage]:
+    async def rows(self, changes: SitemapChanges, partial: bool) -> list[SitemapPage]:
         """The rows of a changed sitemap, read (not one that failed: its state stays): added,
         modified, then removed pages. With ``partial`` (a body read only in part) no page is
-        removed, and the next run reads it again."""
+        removed, and the next run reads it again. The sub-sitemaps it no longer lists are
+        ``changes.dropped``: :meth:`dropped_rows` decides at the site's end."""
         self._inc(CHANGED)
+        self._listed.update(changes.listed)
         stored = await self.store.pages(changes.url)  # as this run found them, for each place of the sitemap
         current = changes.pages
         diff = diff_pages(
@@ -213,15 +222,14 @@ class HistoryTracker:
         for url in diff.removed:
             page = page_from_dict(orjson.loads(stored[url][1]))
             rows.append(_changed(page, REMOVED, attempt))
-        removed = len(diff.removed)
-        if not partial and changes.before is not None:
-            for child in changes.before.children:
-                url = child.url
-                if url not in changes.listed and url not in self._read and not still_read(url):
-                    removed += await self._dropped(url, changes, rows)
+        if not partial:
+            self._listings_read.add(changes.url)
+            if changes.before is not None:
+                stored_children = dict.fromkeys(child.url for child in changes.before.children)
+                changes.dropped = [url for url in stored_children if url not in changes.listed]
         self._inc(ADDED, len(diff.added))
         self._inc(MODIFIED, len(diff.modified))
-        self._inc(REMOVED, removed)
+        self._inc(REMOVED, len(diff.removed))
         after = changes.after
         after.page_count = len(current)
         pages = [(url, digest, record) for url, (digest, record, _page) in current.items()]
@@ -229,28 +237,59 @@ class HistoryTracker:
             after.etag = after.last_modified = after.body_hash = None
             pages += [(url, digest, record) for url, (digest, record) in stored.items() if url not in current]
         changes.to_commit = pages
-        changes.rows = len(rows)
         changes.pages.clear()  # the rows hold what is exported
         return rows
 
-    async def _dropped(
-        self, url: str, changes: SitemapChanges, rows: list[SitemapPage], parent: str | None = None
-    ) -> int:
-        """A sitemap ``parent`` (by default the one of ``changes``) listed and lists no more:
-        unless another stored sitemap lists it, its pages (and those of the sitemaps below it)
-        are removed rows of ``changes``, and it is to be forgotten. Returns the rows added."""
-        forget = changes.forget
-        if url in forget or await self.store.listed_by_another(url, parent or changes.url):
-            return 0
-        forget.append(url)
-        stored = await self.store.pages(url)
-        for _digest, record in stored.values():
-            rows.append(_changed(page_from_dict(orjson.loads(record)), REMOVED, changes.attempt))
-        added = len(stored)
-        state = await self.store.state(url)
-        for child in state.children if state is not None else ():
-            added += await self._dropped(child.url, changes, rows, url)
-        return added
+    async def dropped_rows(
+        self, dropping: list[SitemapChanges], still_read: Callable[[str], bool]
+    ) -> list[list[SitemapPage]]:
+        """Every sitemap of the site has been read: which of the sitemaps the changed ones
+        ``dropping`` no longer list are gone. One is gone when no sitemap read in this run
+        lists it, this run did not read it (nor will: ``still_read``, a well-known path), and
+        every sitemap that listed it when the run started lists it no more or is gone too;
+        decided once the site's listings are all known, so the order the sitemaps were read
+        in does not matter. For each of ``dropping``, the removed rows of the gone sitemaps it
+        dropped and of the gone ones below them (it forgets them with its new state)."""
+        listers: dict[str, set[str]] = {}
+        children: dict[str, list[str]] = {}
+        gone: set[str] = set()
+
+        async def consider(url: str) -> None:
+            if url not in listers and url not in self._listed and url not in self._read and not still_read(url):
+                listers[url] = await self.store.listers(url)
+
+        for changes in dropping:
+            for url in changes.dropped:
+                await consider(url)
+        settled = False
+        while not settled:  # until nothing more is gone
+            settled = True
+            for url, listed_by in list(listers.items()):
+                if url in gone or any(
+                    lister != url and lister not in gone and lister not in self._listings_read for lister in listed_by
+                ):
+                    continue
+                gone.add(url)
+                settled = False
+                state = await self.store.state(url)
+                children[url] = [child.url for child in state.children] if state is not None else []
+                for child in children[url]:
+                    await consider(child)
+        result = []
+        for changes in dropping:
+            rows: list[SitemapPage] = []
+            below = changes.dropped[::-1]  # depth first, in the order they were listed
+            while below:
+                url = below.pop()
+                if url not in gone or url in changes.forget:
+                    continue
+                changes.forget.append(url)
+                for _digest, record in (await self.store.pages(url)).values():
+                    rows.append(_changed(page_from_dict(orjson.loads(record)), REMOVED, changes.attempt))
+                below += children[url][::-1]
+            self._inc(REMOVED, len(rows))
+            result.append(rows)
+        return result
 
     def track(self, changes: SitemapChanges, item: Any) -> None:
         """``item`` (a row or a batch of rows of ``changes``) is about to be given to Scrapy."""
@@ -302,10 +341,11 @@ class HistoryTracker:
         self._commits.clear()
         await self.store.close()
 
-    @staticmethod
-    def replay(state: SitemapState) -> list[SitemapRef]:
+    def replay(self, state: SitemapState) -> list[SitemapRef]:
         """The children an unchanged sitemap lists, as stored: every one, followed last run or
         not (the spider puts them through this run's follow / deny / since)."""
+        self._listings_read.add(state.url)
+        self._listed.update(child.url for child in state.children)
         return state.children
 
 

@@ -259,6 +259,9 @@ class SitemapsSpider(Spider):
         self.arguments: dict[str, Any] = {}
         self.helpers: HelperProcesses | None = None
         self.history: HistoryTracker | None = None  # SITEMAP_CRAWL_HISTORY, set by from_crawler
+        self._dropping: dict[str, list[tuple[Visit, SitemapChanges]]] = {}
+        """A history run: by website URL, the changed sitemaps that no longer list some of their
+        stored sub-sitemaps; whether those are gone is decided at the site's end."""
         self._sending: set[asyncio.Task[None]] = set()
         self.known_paths_mode = ALWAYS  # SITEMAP_CRAWL_KNOWN_PATHS_MODE, read by from_crawler
         self.run_id = uuid.uuid4().hex
@@ -360,6 +363,8 @@ class SitemapsSpider(Spider):
         ``take_next``, the next homepage of the list takes its place)."""
         discovery = self.sites.get(website_url)
         if discovery is None or not discovery.finish():
+            return
+        if website_url in self._dropping:  # the callback that ended its last sitemap gives their rows first
             return
         del self.sites[website_url]
         self.sites_done += 1
@@ -488,6 +493,11 @@ class SitemapsSpider(Spider):
         """Nothing in flight: finish the sites that are done (probing their well-known paths
         first if that was not done already) and start the next ones."""
         for website_url in list(self.sites):
+            if website_url in self._dropping and self.sites[website_url].finish():
+                # its last sitemap ended in an error before their rows were given: not committed,
+                # the next run exports their changes again
+                logger.warning("The sitemaps of %s dropped by a changed index were not checked", website_url)
+                del self._dropping[website_url]
             self._close_site_if_done(website_url)
         if self.sites or self._open_sites():
             raise DontCloseSpider
@@ -567,19 +577,52 @@ class SitemapsSpider(Spider):
 
     async def _changed_rows(self, visit: Visit, changes: SitemapChanges, partial: bool) -> AsyncIterator[Any]:
         """A history run: the rows of a changed sitemap (added, modified, removed); its new
-        state is committed once the last one is written."""
+        state is committed once the last one is written, or, if it no longer lists some of its
+        stored sub-sitemaps, once the rows of those gone are too (at the site's end)."""
         assert self.history is not None
-        discovery = self.sites.get(visit.site)
-        known_urls = frozenset(discovery.known_urls) if discovery is not None else frozenset()
-        # a sitemap the parent drops but a well-known path still finds is not removed
-        rows = await self.history.rows(changes, partial, known_urls.__contains__)
+        rows = await self.history.rows(changes, partial)
+        async for output in self._give_rows(visit, changes, rows):
+            yield output
+        if changes.dropped:
+            self._dropping.setdefault(visit.site, []).append((visit, changes))
+        else:
+            self.history.finish(changes)
+
+    async def _site_end_rows(self, website_url: str) -> AsyncIterator[Any]:
+        """A history run: once every sitemap of the site has ended, the removed rows of the
+        sitemaps its changed ones dropped that are gone; then the site is finished."""
+        discovery = self.sites.get(website_url)
+        if discovery is None or not discovery.finish() or website_url not in self._dropping:
+            return
+        dropping = self._dropping.pop(website_url)
+        assert self.history is not None
+        try:
+            # a sitemap a parent drops but a well-known path still finds is not removed
+            known_urls = frozenset(discovery.known_urls)
+            removed = await self.history.dropped_rows(
+                [changes for _visit, changes in dropping], known_urls.__contains__
+            )
+            for (visit, changes), rows in zip(dropping, removed, strict=True):
+                async for output in self._give_rows(visit, changes, rows):
+                    yield output
+                self.history.finish(changes)
+                after = changes.after  # (read whole: no error)
+                discovery.report(visit, after.kind, None, after.page_count, change=CHANGED, changes=changes.rows)
+        finally:
+            self._close_site_if_done(website_url)
+
+    async def _give_rows(self, visit: Visit, changes: SitemapChanges, rows: list[SitemapPage]) -> AsyncIterator[Any]:
+        """Rows of a changed sitemap, kept by ``since``, counted, and given to Scrapy (tracked
+        until written)."""
+        history = self.history
+        assert history is not None
         since = self.since
         if since is not None:  # recorded as seen all the same: since filters what is exported
             kept = [row for row in rows if since.keeps_page(row.last_modified)]
             if len(kept) < len(rows):
                 self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, len(rows) - len(kept))
-            rows = changes.rows_exported(kept)
-        history = self.history
+            rows = kept
+        changes.rows_exported(rows)
         if self.batch_size:
             for start in range(0, len(rows), self.batch_size):
                 batch = PageBatch(visit.url, visit.path, rows[start : start + self.batch_size], visit.site)
@@ -589,7 +632,6 @@ class SitemapsSpider(Spider):
             for row in rows:
                 history.track(changes, row)
                 yield row
-        history.finish(changes)
 
     def _declare_child(
         self,
@@ -622,35 +664,39 @@ class SitemapsSpider(Spider):
         logger.debug("Ignored %s: a request of a stopped run, resumed from JOBDIR", url)
         return True
 
-    def sitemap_failed(self, failure: Failure) -> None:
+    def sitemap_failed(self, failure: Failure) -> AsyncIterator[Any] | None:
         """Errback: the sitemap could not be downloaded; record why."""
         request = getattr(failure, "request", None)
         visit: Visit | None = request.meta.get(META_KEY) if request is not None else None
         if request is None or visit is None:
             logger.error("Sitemap request failed without its meta: %s", failure)
-            return
+            return None
         if self._sent_by_another_run(request.meta, request.url):
-            return
+            return None
         if self.download_counts is not None:
             self.download_counts.exception(failure.value)
         discovery = self.sites.get(visit.site)
         if discovery is not None:
             discovery.failed(visit, failure_reason(failure))
         self._sitemap_done(visit)
+        return self._site_end_rows(visit.site) if visit.site in self._dropping else None
 
     async def read_sitemap(self, response: Response) -> AsyncIterator[Any]:
         """Callback for every sitemap and robots.txt response."""
         if self._sent_by_another_run(response.meta, response.url):
             return
+        visit = response.meta[META_KEY]
         try:
             async for output in self._read_response(response):
                 yield output
         finally:
-            visit = response.meta[META_KEY]
             discovery = self.sites.get(visit.site)
             if discovery is not None:
                 discovery.settle(visit)
             self._sitemap_done(visit)
+        if visit.site in self._dropping:
+            async for output in self._site_end_rows(visit.site):
+                yield output
 
     async def _read_response(self, response: Response) -> AsyncIterator[Any]:
         visit: Visit = response.meta[META_KEY]
@@ -776,7 +822,9 @@ class SitemapsSpider(Spider):
         if reader.error:
             logger.warning("Sitemap %s: %s (%s)", visit.url, reader.error, reader.detail)
         error = reader.error or (ErrorReason.TRUNCATED if broken_off else None)
-        if changes is not None:
+        if changes is not None and changes.dropped:
+            pass  # reported at the site's end, with the rows of the sitemaps it dropped that are gone
+        elif changes is not None:
             discovery.report(visit, reader.kind, error, page_count, change=CHANGED, changes=changes.rows)
         else:
             discovery.report(visit, reader.kind, error, page_count)
