@@ -91,6 +91,8 @@ def _missing_layout(db: sqlite3.Connection) -> list[str]:
         else:
             missing += [f"column {table}.{column}" for column in columns if column not in present]
     return missing
+
+
 _BEFORE_RUN_SCHEMA = (
     # kind NULL: the sitemap was not in the history; pages_kept: its pages were copied
     # (until then they are the ones in ``pages``: only its validators were replaced)
