@@ -18,7 +18,8 @@ from sitemap_crawl.extensions.tree import SitemapTreeExtension
 from sitemap_crawl.items import Image, SitemapPage
 from sitemap_crawl.parsing.worker_protocol import HEADER_SIZE, decode_frame, encode_frame
 from sitemap_crawl.settings_reader import SettingsReader
-from sitemap_crawl.shards.helpers import page_batch
+from sitemap_crawl.shards.helpers import HelperProcesses, page_batch
+from sitemap_crawl.shards.output import helper_stats
 from sitemap_crawl.shards.protocol import PAGES
 from sitemap_crawl.shards.runner import helper_settings, is_asked_for_end
 from sitemap_crawl.shards.settings_copy import NotPlain, copy_settings, plain
@@ -95,6 +96,29 @@ def test_pages_cross_the_pipe_whole() -> None:
     batch = page_batch(decode_frame(frame[HEADER_SIZE:]))
     assert (batch.website, batch.sitemap_url, batch.node_path) == ("https://a.example/", page.sitemap_url, (0, 2))
     assert batch.pages == [page]
+
+
+def test_a_helpers_figures_join_the_main_processes_but_what_it_counts_itself() -> None:
+    sent = helper_stats(
+        {
+            "httpcache/hit": 3,
+            "robotstxt/request_count": 2,
+            "my_project/counter": 1.5,
+            "request_depth_max": 4,
+            "item_scraped_count": 9,  # the main process counts the items, pages and sites it gets
+            "sitemap_crawl/pages": 9,
+            "memusage/max": 10**8,  # not sums
+            "elapsed_time_seconds": 2.5,
+            "finish_reason": "finished",
+        }
+    )
+    assert sent == {"httpcache/hit": 3, "robotstxt/request_count": 2, "my_project/counter": 1.5, "request_depth_max": 4}
+    helpers = HelperProcesses.__new__(HelperProcesses)
+    helpers.stats, helpers.maxima = {}, {}
+    helpers.add_stats(sent)
+    helpers.add_stats({"httpcache/hit": 4, "request_depth_max": 2})
+    assert helpers.stats == {"httpcache/hit": 7, "robotstxt/request_count": 2, "my_project/counter": 1.5}
+    assert helpers.maxima == {"request_depth_max": 4}
 
 
 @pytest.mark.parametrize(

@@ -17,11 +17,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from scrapy.crawler import Crawler
+from scrapy.statscollectors import StatsCollector
 
 from sitemap_crawl.codec import page_from_tuple
 from sitemap_crawl.items import PageBatch
 from sitemap_crawl.parsing.worker_protocol import HEADER_SIZE, decode_frame, decode_length
 from sitemap_crawl.processes import child_process_env
+from sitemap_crawl.shards.output import MAX_STATS
 from sitemap_crawl.shards.protocol import NODE, PAGES, RUNNER_MODULE, SITE, STATS, Shard
 from sitemap_crawl.shards.settings_copy import copy_settings
 
@@ -44,7 +46,9 @@ class HelperProcesses:
         self.spider_path = spider_path
         self.arguments = arguments
         self.count = count
-        self.stats: dict[str, int] = {}
+        self.stats: dict[str, Any] = {}
+        """The helpers' figures added up (see :meth:`add_stats`)."""
+        self.maxima: dict[str, Any] = {}
         self._processes: dict[Shard, asyncio.subprocess.Process] = {}
         self._queue: asyncio.Queue[tuple[Shard, Any]] = asyncio.Queue(QUEUE_SIZE)
         self._readers: list[asyncio.Task[None]] = []
@@ -126,10 +130,25 @@ class HelperProcesses:
             if message[0] == SITE:
                 self._progress[shard] = (message[3], message[4])
             if message[0] == STATS:
-                for name, value in message[1].items():
-                    self.stats[name] = self.stats.get(name, 0) + int(value)
+                self.add_stats(message[1])
                 continue
             yield message[0], message
+
+    def add_stats(self, stats: dict[str, Any]) -> None:
+        """A helper's figures (:func:`~sitemap_crawl.shards.output.helper_stats`) join those of
+        the helpers before: added up, the largest kept of a maximum (MAX_STATS)."""
+        for name, value in stats.items():
+            if name in MAX_STATS:
+                self.maxima[name] = max(self.maxima.get(name, value), value)
+            else:
+                self.stats[name] = self.stats.get(name, 0) + value
+
+    def merge_into(self, stats: StatsCollector) -> None:
+        """Add the helpers' figures to the main process's."""
+        for name, value in self.stats.items():
+            stats.inc_value(name, value)
+        for name, value in self.maxima.items():
+            stats.max_value(name, value)
 
     def _engine_closing(self) -> bool:
         """Whether this process's engine is stopping (Ctrl-C) or closing the spider (a

@@ -29,11 +29,34 @@ logger = logging.getLogger(__name__)
 
 HIGH_WATER = 1 << 20
 """Bytes queued for the pipe above which a page batch waits for it to drain."""
-MERGED_STATS = ("downloader/", "log_count/", "retry/", "httperror/", "response_received_count", "sitemap_crawl/")
-"""Counters of a helper that the main process adds to its own (name prefixes). The main
-process counts pages, items and sites itself, from what the helpers send."""
-OWN_STATS = ("sitemap_crawl/pages", "sitemap_crawl/sites_done", "sitemap_crawl/sitemaps", "sitemap_crawl/errors")
-"""Counters under a merged prefix that the main process counts itself."""
+NOT_MERGED_STATS = (
+    "item_scraped_count",
+    "item_dropped_count",
+    "item_dropped_reasons_count/",
+    "sitemap_crawl/pages",
+    "sitemap_crawl/sites_done",
+    "sitemap_crawl/sitemaps",
+    "sitemap_crawl/errors",
+    "memusage/",
+    "elapsed_time_seconds",
+    "responses_per_minute",
+    "items_per_minute",
+)
+"""Counters of a helper (name prefixes) the main process does not add to its own: the items,
+pages, sitemaps and sites it counts itself from what the helpers send, and the figures that
+are not sums (memory, time, rates). Every other number is added (downloads, retries, the HTTP
+cache, robots.txt, the duplicate filter, a project's own counters...)."""
+MAX_STATS = ("request_depth_max",)
+"""Figures of a helper that are a maximum: the main process keeps the largest."""
+
+
+def helper_stats(stats: dict[str, Any]) -> dict[str, Number]:
+    """The figures a helper sends the main process at its end (see :data:`NOT_MERGED_STATS`)."""
+    return {
+        name: value
+        for name, value in stats.items()
+        if isinstance(value, Number) and not isinstance(value, bool) and not name.startswith(NOT_MERGED_STATS)
+    }
 
 
 class ShardOutput:
@@ -108,12 +131,7 @@ class ShardOutput:
         self._send((SITE, site, unreachable, in_flight, homepages.taken if homepages is not None else 0))
 
     async def _close(self) -> None:
-        stats = {
-            name: value
-            for name, value in self.crawler.stats.get_stats().items()
-            if name.startswith(MERGED_STATS) and not name.startswith(OWN_STATS) and isinstance(value, Number)
-        }
-        self._send((STATS, stats))
+        self._send((STATS, helper_stats(self.crawler.stats.get_stats())))
         if self._writer is not None:
             try:
                 await self._writer.drain()

@@ -421,8 +421,7 @@ class SitemapsSpider(Spider):
         async for tag, message in self.helpers.messages():
             for item in self._helper_message(tag, message):
                 yield item
-        for name, value in self.helpers.stats.items():
-            self.crawler.stats.inc_value(name, value)
+        self.helpers.merge_into(self.crawler.stats)
 
     def _helpers_failed(self, failure: Failure) -> None:
         logger.error("The output of the helper crawl processes cannot be passed on: %s", failure.value)
