@@ -415,7 +415,6 @@ class SitemapsSpider(Spider):
         item pipelines and the feeds only once a callback is done, so the pages of a helper
         stopped with the run (it finishes its sitemaps in flight, as this process does) are
         written too."""
-        self.crawler.stats.inc_value("response_received_count", -1)  # no response of the crawl
         if self.helpers is None or self._sent_by_another_run(response.meta, response.url):
             return
         async for tag, message in self.helpers.messages():
