@@ -713,6 +713,40 @@ def test_ctrl_c_then_resume_with_jobdir(tmp_path: Path) -> None:
         assert final is not None and final.completed and final.handled_count == final.total_count == 1200
 
 
+def test_after_a_resume_the_duplicate_filter_knows_the_pages_sent_past_it(tmp_path: Path) -> None:
+    # sitemap_filter_duplicates: the pages a restart sends past the filter (the saved ones and
+    # the rest of the sitemap read again) were not recorded in it, so the same pages listed by
+    # a sitemap read later were visited a second time (197 visits for 120 URLs)
+    with FixtureServer(pages="/p/") as site:
+        urls = [site.url(f"/p/0/{i}") for i in range(120)]
+        site["/a.xml"] = urlset(*urls).encode()
+        site["/b.xml"] = urlset(*urls).encode()  # the same pages again
+        site["/index.xml"] = sitemapindex(site.url("/a.xml"), site.url("/b.xml")).encode()
+        jobdir = tmp_path / "job"
+        seen = tmp_path / "seen.txt"
+        source = recording_spider(
+            "filtered",
+            site.url("/index.xml"),
+            seen,
+            members="sitemap_filter_duplicates = True",
+            imports="import asyncio",
+            is_async=True,
+            parse="await asyncio.sleep(0.01)",
+        )
+        settings = {"JOBDIR": jobdir, "CONCURRENT_REQUESTS": 4, "SITEMAP_CRAWL_LOADER_QUEUE_SIZE": 20}
+        with start_spider(tmp_path / "run1", source, settings=settings, feed=False) as first:
+            reached = wait_for_lines(seen, 30, first, timeout=60, poll=0.02) >= 30
+            first.interrupt()
+            first.wait(60)
+        assert reached
+        handled_first = read_lines(seen)
+        assert len(handled_first) < len(urls)  # stopped while a.xml was read
+        run_spider(tmp_path / "run2", source, settings=settings, feed=False).assert_ok()
+        visits = Counter(read_lines(seen))
+        assert sorted(visits) == sorted(urls)
+        assert set(visits.values()) == {1}, [url for url, count in visits.items() if count > 1][:5]
+
+
 def test_the_loader_in_a_plain_spider(fixture_site: SiteFactory, tmp_path: Path) -> None:
     site = with_pages(
         fixture_site(

@@ -160,6 +160,9 @@ class ScrapyBinding:
         self.max_in_flight = max_in_flight
         self.waiting_for_room = False
         self._tokens: dict[int, str] = {}
+        self._unfiltered: set[int] = set()
+        """Tokens of the restored pages sent past the duplicate filter (``sitemap_filter_duplicates``):
+        each is recorded in it once scheduled, so that a later copy of the page is filtered."""
         self._records: dict[int, _OutputRecord] = {}
         self._wrappers: dict[tuple[type, Any], Any] = {}
         self._counter = itertools.count(1)
@@ -206,6 +209,7 @@ class ScrapyBinding:
         if entry.restored and not request.dont_filter:
             request.dont_filter = True
             meta[DUPES_ONLY_META_KEY] = True
+            self._unfiltered.add(token)
         self._awaiting_schedule = token
         self._schedule_seen = False
         return request, token
@@ -231,6 +235,7 @@ class ScrapyBinding:
             return
         url = self._tokens.pop(token, None)
         self._records.pop(token, None)
+        self._unfiltered.discard(token)
         if url is not None:
             # its rows in the feed files first: a kill -9 after the journal line keeps them
             flush_feed_files(self.crawler)
@@ -292,8 +297,20 @@ class ScrapyBinding:
             return
         if token == self._awaiting_schedule:
             self._schedule_seen = True
+        if token in self._unfiltered:
+            self._unfiltered.discard(token)
+            self._record_as_seen(request)
         if token in self._tokens and not meta.get("allow_offsite"):
             self._check_offsite(request, token)
+
+    def _record_as_seen(self, request: Request) -> None:
+        """A restored page goes past the duplicate filter (the stopped run may have recorded it
+        without handling it); its fingerprint is recorded now, so that a later copy of it (in a
+        sitemap read after the restart) is filtered as Scrapy's spider would filter it."""
+        engine = self.crawler.engine
+        duplicate_filter = getattr(engine.scheduler, "df", None) if engine is not None else None
+        if duplicate_filter is not None:
+            duplicate_filter.request_seen(request)
 
     def _check_offsite(self, request: Request, token: int) -> None:
         """A page request (or its redirect) that allowed_domains leaves out is handled now:
