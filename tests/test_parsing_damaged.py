@@ -316,6 +316,42 @@ def test_entities_after_a_recovered_error_are_still_unescaped_once() -> None:
     assert "https://www.example.org/after-0?x=1&y=2&amp;z=<3>éé" in urls
 
 
+@pytest.mark.parametrize("bad_index", [-1, -2], ids=["last entry", "second to last"])
+@pytest.mark.parametrize(
+    ("trailer", "encoding"),
+    [("", "utf-8"), ("<!-- cached -->", "utf-8"), ("", "utf-16")],
+    ids=["bare", "comment after the root", "utf-16"],
+)
+def test_a_complete_one_line_urlset_with_a_raw_ampersand_near_its_end_is_not_truncated(
+    bad_index: int, trailer: str, encoding: str
+) -> None:
+    # no newline after </urlset>: the error sat within 64 characters of the end of the
+    # last line and was taken for a cut; the entries from there on were lost
+    urls = [f"https://x.org/p/{i}" for i in range(100)]  # short: the mistake is in the last 64 characters
+    urls[bad_index] += "?a=1&b=2"
+    body = (
+        f'<?xml version="1.0" encoding="{encoding.upper()}"?><urlset xmlns="{SM}">'
+        + "".join(f"<url><loc>{url}</loc></url>" for url in urls)
+        + f"</urlset>{trailer}"
+    ).encode(encoding)
+    kind, error, got = outcome(body)
+    assert (kind, error) == ("xml_urlset", "parse error")
+    if encoding == "utf-8":
+        assert got == urls
+    else:  # a UTF-16 body is read again without repair, as in the middle: recover mode drops "&b"
+        assert [url for index, url in enumerate(got) if index != 100 + bad_index] == [
+            url for index, url in enumerate(urls) if index != 100 + bad_index
+        ]
+
+
+def test_a_one_line_urlset_cut_after_an_entry_with_a_raw_ampersand_is_truncated() -> None:
+    body = (
+        f'<urlset xmlns="{SM}"><url><loc>https://www.example.org/a</loc></url>'
+        "<url><loc>https://www.example.org/b?x=1&y=2</loc></url>"
+    ).encode()
+    assert outcome(body) == ("xml_urlset", "truncated", ["https://www.example.org/a"])
+
+
 def test_cdata_after_an_error_is_kept_verbatim() -> None:
     body = _with_bad_entry(b"<url><loc>https://www.example.org/mid?a=1&b=2</loc></url>").replace(
         b"<loc>https://www.example.org/after-1?x=1&amp;y=2</loc>",

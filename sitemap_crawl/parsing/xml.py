@@ -47,6 +47,8 @@ class Dialect:
     """How one XML root element maps to a tree kind and an entry reader."""
 
     kind: str
+    root: str
+    """The root element's local name, lower case (how :func:`find_root_name` gives it)."""
     entry_tag: str
     read_entry: Callable[[Element, str], SitemapPage | SitemapRef | None]
     extract_entry: Callable[[Element, str], Any] | None = None
@@ -148,6 +150,7 @@ def iter_entries(
     produced = 0
     line_count = 1
     last_line_length = 0  # in characters, as libxml2 counts columns
+    tail = b""  # the document's last bytes: does it end with its root's end tag?
     width: int | None = None  # bytes a character: 2 in UTF-16, 4 in UTF-32, else UTF-8's count
     strict = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **_parser_options(recover=False))
     read_entry = dialect.reader(raw)
@@ -163,6 +166,7 @@ def iter_entries(
             else:
                 line_count += chunk.count(b"\n")
                 last_line_length = _char_count(chunk[newline + 1 :], width)
+            tail = chunk[-_TAIL_SIZE:] if len(chunk) >= _TAIL_SIZE else (tail + chunk)[-_TAIL_SIZE:]
             for start in range(0, len(chunk), FEED_SIZE):
                 strict.feed(chunk[start : start + FEED_SIZE])
                 entries: list[Any] = []
@@ -197,8 +201,13 @@ def iter_entries(
         if message.startswith("Extra content at the end of the document"):
             raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc  # junk after the root: every entry was read
         namespace_error = is_namespace_error(strict)
-        if not namespace_error and "tag mismatch" not in message and _at_end(position, line_count, last_line_length):
-            raise XmlProblem(ErrorReason.TRUNCATED, message) from exc  # a cut never causes a tag mismatch
+        if (
+            not namespace_error
+            and "tag mismatch" not in message  # a cut never causes a tag mismatch
+            and _at_end(position, line_count, last_line_length)
+            and not _closes_root(tail, dialect.root)  # an error near the end of a whole document
+        ):
+            raise XmlProblem(ErrorReason.TRUNCATED, message) from exc
         recovered = yield from _recover(make_chunks, dialect, sitemap_url, skip=produced, raw=raw)
         if recovered.stream_error is not None:  # the body also broke off (size limit, cut gzip): say that
             raise XmlProblem(recovered.stream_error.reason, str(recovered.stream_error)) from exc
@@ -212,6 +221,7 @@ def iter_entries(
 
 
 _END_SLACK = 64
+_TAIL_SIZE = 1024
 _WIDE_STARTS = (b"\xff\xfe", b"\xfe\xff", b"<\x00", b"\x00<", b"\x00\x00")
 _NOT_UTF8_CONTINUATION = bytes(range(0x80)) + bytes(range(0xC0, 0x100))
 
@@ -228,6 +238,15 @@ def _at_end(position: tuple[int, int], line_count: int, last_line_length: int) -
     """Whether a syntax error (its line and column) sits at the very end of the input (a cut document)."""
     line, column = position
     return line >= line_count and column >= last_line_length - _END_SLACK
+
+
+def _closes_root(tail: bytes, root: str) -> bool:
+    """Whether a document's last bytes are its root's end tag (then only comments, PIs or
+    whitespace): it did not break off, whatever libxml2 found wrong near its end (the
+    message does not tell: a raw ``&b`` and a body cut at ``&a`` both give "EntityRef")."""
+    markup = tail.replace(b"\x00", b"")  # UTF-16 and UTF-32: the markup is ASCII
+    end_tag = rb"</(?:[^\s<>/:]+:)?" + re.escape(root.encode()) + rb"\s*>(?:\s|<!--.*?-->|<\?.*?\?>)*\Z"
+    return re.search(end_tag, markup, re.IGNORECASE | re.DOTALL) is not None
 
 
 ENTITY_DECLARATION = b"<!ENTITY"
@@ -863,16 +882,20 @@ def read_atom_entry(element: Element, sitemap_url: str) -> SitemapPage | None:
     )
 
 
-DIALECTS: dict[str, Dialect] = {
-    "urlset": Dialect(NodeKind.XML_URLSET, "{*}url", read_url, extract_url),
-    "sitemapindex": Dialect(NodeKind.XML_INDEX, "{*}sitemap", read_sitemap_entry, extract_sitemap_entry),
-    "rss": Dialect(NodeKind.RSS, "{*}item", read_rss_item),
-    "feed": Dialect(NodeKind.ATOM, "{*}entry", read_atom_entry),
-}
+def _by_root(*dialects: Dialect) -> dict[str, Dialect]:
+    return {dialect.root: dialect for dialect in dialects}
+
+
+DIALECTS: dict[str, Dialect] = _by_root(
+    Dialect(NodeKind.XML_URLSET, "urlset", "{*}url", read_url, extract_url),
+    Dialect(NodeKind.XML_INDEX, "sitemapindex", "{*}sitemap", read_sitemap_entry, extract_sitemap_entry),
+    Dialect(NodeKind.RSS, "rss", "{*}item", read_rss_item),
+    Dialect(NodeKind.ATOM, "feed", "{*}entry", read_atom_entry),
+)
 """Root element local name → dialect."""
 
 EVERY_LINK_DIALECTS: dict[str, Dialect] = {
     **DIALECTS,
-    "urlset": Dialect(NodeKind.XML_URLSET, "{*}url", read_url_every_link, extract_url),
+    **_by_root(Dialect(NodeKind.XML_URLSET, "urlset", "{*}url", read_url_every_link, extract_url)),
 }
 """The dialects for a reader whose pages keep every ``xhtml:link`` (the drop-in SitemapSpider)."""
