@@ -281,3 +281,55 @@ def test_atom_entries_without_link_are_skipped_and_duplicates_removed() -> None:
 def test_feed_level_links_are_not_pages() -> None:
     body = f'<feed xmlns="{ATOM_1}"><link href="https://www.example.org/"/><title>empty</title></feed>'.encode()
     assert feed_pages(body, "atom") == []
+
+
+# -- an entry's own fields ---------------------------------------------------------------
+
+
+MEDIA = 'xmlns:media="http://search.yahoo.com/mrss/"'
+ITUNES = 'xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"'
+
+
+def test_rss_item_fields_of_other_namespaces_are_not_its_own() -> None:
+    # <media:title> or <itunes:title> before <title> was taken for the title
+    body = rss(
+        "<item><media:title>Thumbnail caption</media:title><title>Real title</title>"
+        "<link>https://www.example.org/r/1</link></item>"
+        "<item><itunes:title>Ep 2</itunes:title><title>Episode 2: the title</title>"
+        "<x:guid>https://www.example.org/x/guid</x:guid><x:pubDate>Mon, 01 Jan 2001 00:00:00 GMT</x:pubDate>"
+        "<guid>https://www.example.org/r/2</guid><pubDate>Tue, 10 Jun 2003 04:00:00 GMT</pubDate></item>"
+        "<item><x:link>https://www.example.org/x/link</x:link><link>https://www.example.org/r/3</link>"
+        "<dc:date>2016-06-01T12:00:00Z</dc:date></item>"
+        "<item><media:title>only a caption</media:title><link>https://www.example.org/r/4</link></item>",
+        f'version="2.0" {MEDIA} {ITUNES} xmlns:x="urn:x" xmlns:dc="http://purl.org/dc/elements/1.1/"',
+    )
+    pages = feed_pages(body, "rss")
+    assert [(page.url, page.news.title if page.news else None, page.last_modified) for page in pages] == [
+        ("https://www.example.org/r/1", "Real title", None),
+        ("https://www.example.org/r/2", "Episode 2: the title", "2003-06-10T04:00:00+00:00"),
+        ("https://www.example.org/r/3", None, "2016-06-01T12:00:00+00:00"),
+        ("https://www.example.org/r/4", None, None),
+    ]
+
+
+def test_rss_item_field_with_a_prefix_not_declared_is_not_its_own() -> None:
+    body = rss("<item><media:title>caption</media:title><title>t</title><link>https://www.example.org/a</link></item>")
+    (page,) = feed_pages(body, "rss")
+    assert page.news == NewsStory(title="t")
+
+
+@pytest.mark.parametrize("namespace", [ATOM_1, ATOM_03, ""])
+def test_atom_entry_fields_of_other_namespaces_are_not_its_own(namespace: str) -> None:
+    xmlns = f' xmlns="{namespace}"' if namespace else ""
+    body = (
+        f'<feed{xmlns} {MEDIA} xmlns:x="urn:x"><entry><media:title>Thumbnail caption</media:title>'
+        '<x:link href="https://www.example.org/x/link"/><x:published>2001-01-01T00:00:00Z</x:published>'
+        "<x:updated>2001-01-01T00:00:00Z</x:updated><title>Real title</title>"
+        '<link href="https://www.example.org/a/1"/><updated>2024-05-06T00:00:00Z</updated></entry></feed>'
+    ).encode()
+    (page,) = feed_pages(body, "atom")
+    assert (page.url, page.last_modified, page.news) == (
+        "https://www.example.org/a/1",
+        "2024-05-06T00:00:00+00:00",
+        NewsStory(title="Real title", publish_date="2024-05-06T00:00:00+00:00"),
+    )

@@ -821,26 +821,50 @@ def finish_entry(raw: tuple[Any, ...], sitemap_url: str, every_link: bool = Fals
     return finish_ref(raw) if raw[0] == RAW_REF else finish_page(raw, sitemap_url, every_link)
 
 
-_ATOM_PREFIXES = ("{http://www.w3.org/2005/Atom}", "{http://purl.org/atom/ns#}")
-"""An RSS item's atom:link is a feed link, not the item's; a <link> in any other
-namespace (an RSS document with a default namespace) is the item's link."""
+def _namespace(tag: str) -> str:
+    """A tag's namespace as lxml writes it (``{uri}``), ``prefix:`` for a prefix that was
+    not declared (such a tag is read as it is written), '' for none."""
+    if tag[:1] == "{":
+        return tag[: tag.index("}") + 1]
+    return tag[: tag.find(":") + 1]
+
+
+def _own_children(entry: Element) -> Iterator[tuple[str, Element]]:
+    """The local name and element of each child of an RSS item or Atom entry that is one of
+    its own fields: in the entry's namespace or in none. A child of another namespace is an
+    extension (``media:title``, ``itunes:title``, an RSS item's ``atom:link``) and is left
+    out, even when it comes first."""
+    namespace = _namespace(entry.tag)
+    for child in entry:
+        tag = child.tag
+        if type(tag) is str:
+            child_namespace = _namespace(tag)
+            if not child_namespace or child_namespace == namespace:
+                yield local_name(tag), child
+
+
+def _any_child_text(entry: Element, name: str) -> str | None:
+    """The text of the first child of that local name, in any namespace (``dc:date``)."""
+    return next((child.text for child in entry if local_name(child.tag) == name), None)
 
 
 def read_rss_item(element: Element, sitemap_url: str) -> SitemapPage | None:
-    """An RSS 2.0 ``<item>`` as a page whose news holds its title and date."""
+    """An RSS 2.0 ``<item>`` as a page whose news holds its title and date (its own
+    ``pubDate``, else a ``dc:date``)."""
     link = guid = title = published = None
     guid_is_link = True
-    for child in element:
-        name = local_name(child.tag)
-        if name == "link" and link is None and not child.tag.startswith(_ATOM_PREFIXES):
+    for name, child in _own_children(element):
+        if name == "link" and link is None:
             link = child.text
         elif name == "guid" and guid is None:
             guid = child.text
             guid_is_link = (child.get("isPermaLink") or "true").strip().lower() != "false"
         elif name == "title" and title is None:
             title = child.text
-        elif name in ("pubDate", "date") and published is None:
+        elif name == "pubDate" and published is None:
             published = child.text
+    if published is None:
+        published = _any_child_text(element, "date")
     url = resolve_url(link, sitemap_url)
     if url is None and guid_is_link:
         url = resolve_url(guid, sitemap_url)
@@ -859,15 +883,14 @@ def read_atom_entry(element: Element, sitemap_url: str) -> SitemapPage | None:
     """An Atom 0.3/1.0 ``<entry>`` as a page whose news holds its title and date."""
     href = fallback_href = None
     texts: dict[str, str | None] = {}
-    for child in element:
-        name = local_name(child.tag)
+    for name, child in _own_children(element):
         if name == "link":
             rel = (child.get("rel") or "alternate").strip().lower()
             if rel == "alternate" and href is None:
                 href = child.get("href") or child.text
             elif fallback_href is None:
                 fallback_href = child.get("href")
-        elif name and name not in texts:
+        elif name not in texts:
             texts[name] = child.text
     url = resolve_url(href, sitemap_url) or resolve_url(fallback_href, sitemap_url)
     if url is None:
