@@ -286,6 +286,16 @@ def test_feed_level_links_are_not_pages() -> None:
 # -- an entry's own fields ---------------------------------------------------------------
 
 
+def test_atom_xhtml_title_is_the_text_of_its_div() -> None:
+    # RFC 4287 3.1.1.3: the title is the content of the XHTML div; it was None
+    body = f"""<feed xmlns="{ATOM_1}"><entry><title type="xhtml">
+  <div xmlns="http://www.w3.org/1999/xhtml">Less: <em>&lt;</em> and <b>more</b></div>
+</title><link href="https://www.example.org/x"/></entry>
+<entry><title type="xhtml"><xhtml:div xmlns:xhtml="http://www.w3.org/1999/xhtml">A <xhtml:i>b</xhtml:i></xhtml:div>
+</title><link href="https://www.example.org/y"/></entry></feed>""".encode()
+    assert [page.news.title for page in feed_pages(body, "atom") if page.news] == ["Less: < and more", "A b"]
+
+
 MEDIA = 'xmlns:media="http://search.yahoo.com/mrss/"'
 ITUNES = 'xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"'
 

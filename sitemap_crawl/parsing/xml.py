@@ -879,6 +879,13 @@ def read_rss_item(element: Element, sitemap_url: str) -> SitemapPage | None:
     )
 
 
+def _text_content(element: Element) -> str | None:
+    """The text of an Atom text construct: as written for ``type="text"`` and ``"html"``
+    (escaped markup is text), the text of the XHTML ``div`` for ``type="xhtml"`` (RFC 4287
+    3.1.1.3; Atom 0.3 ``mode="xml"`` likewise): every text below the element, in order."""
+    return element.text if not len(element) else "".join(element.itertext())
+
+
 def read_atom_entry(element: Element, sitemap_url: str) -> SitemapPage | None:
     """An Atom 0.3/1.0 ``<entry>`` as a page whose news holds its title and date."""
     href = fallback_href = None
@@ -891,7 +898,7 @@ def read_atom_entry(element: Element, sitemap_url: str) -> SitemapPage | None:
             elif fallback_href is None:
                 fallback_href = child.get("href")
         elif name not in texts:
-            texts[name] = child.text
+            texts[name] = _text_content(child)
     url = resolve_url(href, sitemap_url) or resolve_url(fallback_href, sitemap_url)
     if url is None:
         return None
