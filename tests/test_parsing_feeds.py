@@ -343,3 +343,21 @@ def test_atom_entry_fields_of_other_namespaces_are_not_its_own(namespace: str) -
         "2024-05-06T00:00:00+00:00",
         NewsStory(title="Real title", publish_date="2024-05-06T00:00:00+00:00"),
     )
+
+
+def test_atom_entry_without_an_alternate_link_is_no_page() -> None:
+    # RFC 4287 4.2.7.2: the entry's web page is rel="alternate" (the default); self, edit
+    # and enclosure links are an API document, an edit URI, a media file: not pages
+    body = f"""<feed xmlns="{ATOM_1}">
+<entry><title>Self and edit</title><id>https://www.example.org/posts/2</id>
+  <link rel="self" href="https://www.example.org/api/entries/2"/>
+  <link rel="edit" href="https://www.example.org/api/entries/2/edit"/></entry>
+<entry><title>Enclosure</title><link rel="enclosure" type="audio/mpeg" length="1234"
+  href="https://www.example.org/media/ep3.mp3"/><link rel="related" href="https://other.example/"/></entry>
+<entry><title>Registry IRI</title><link rel="http://www.iana.org/assignments/relation/alternate"
+  href="https://www.example.org/posts/4"/></entry>
+</feed>""".encode()
+    pages = feed_pages(body, "atom")
+    assert [(page.url, page.news.title if page.news else None) for page in pages] == [
+        ("https://www.example.org/posts/4", "Registry IRI")
+    ]

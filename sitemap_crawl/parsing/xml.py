@@ -886,20 +886,32 @@ def _text_content(element: Element) -> str | None:
     return element.text if not len(element) else "".join(element.itertext())
 
 
+_IANA_RELATIONS = "http://www.iana.org/assignments/relation/"
+"""A relation's name written as an IRI in this registry is the same relation (RFC 4287 4.2.7.2)."""
+
+
+def _is_alternate(rel: str | None) -> bool:
+    """Whether an Atom link's ``rel`` is ``alternate`` (absent or empty: the default)."""
+    name = (rel or "").strip()
+    return not name or name.lower() == "alternate" or name == _IANA_RELATIONS + "alternate"
+
+
 def read_atom_entry(element: Element, sitemap_url: str) -> SitemapPage | None:
-    """An Atom 0.3/1.0 ``<entry>`` as a page whose news holds its title and date."""
-    href = fallback_href = None
+    """An Atom 0.3/1.0 ``<entry>`` as a page whose news holds its title and date, or None
+    without a ``rel="alternate"`` link (a link without rel is one, RFC 4287 4.2.7.2).
+
+    Its other links (``self``, ``edit``, ``enclosure``...) are an API document, an edit
+    URI, a media file: not its web page; nor is its ``id``, which "Atom Processors MUST
+    NOT assume [...] can be dereferenced" (RFC 4287 4.2.6)."""
+    href = None
     texts: dict[str, str | None] = {}
     for name, child in _own_children(element):
         if name == "link":
-            rel = (child.get("rel") or "alternate").strip().lower()
-            if rel == "alternate" and href is None:
+            if href is None and _is_alternate(child.get("rel")):
                 href = child.get("href") or child.text
-            elif fallback_href is None:
-                fallback_href = child.get("href")
         elif name not in texts:
             texts[name] = _text_content(child)
-    url = resolve_url(href, sitemap_url) or resolve_url(fallback_href, sitemap_url)
+    url = resolve_url(href, sitemap_url)
     if url is None:
         return None
     published = normalize_date(texts.get("published") or texts.get("issued"))
