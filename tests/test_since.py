@@ -72,6 +72,27 @@ def test_only_a_dated_old_sitemap_is_skipped() -> None:
     assert not since.skips_sitemap(None)
 
 
+@pytest.mark.parametrize(
+    ("lastmod", "kept"),
+    [("9999-12-31T23:59:59-12:00", True), ("0001-01-01T00:00:00+01:00", False)],
+)
+def test_a_lastmod_beyond_the_calendar_in_utc_is_at_the_edge_of_time(lastmod: str, kept: bool) -> None:
+    # its conversion to UTC raised OverflowError inside the callback: the whole sitemap was lost
+    since = Since(parse_since("2024-01-01"))
+    assert since.keeps_page(lastmod) is kept
+    assert since.skips_sitemap(lastmod) is not kept
+    assert to_instant(lastmod) == (datetime.max if kept else datetime.min).replace(tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "moment"),
+    [("9999-12-31T23:59:59-12:00", datetime.max), ("0001-01-01T00:00:00+01:00", datetime.min)],
+)
+def test_since_beyond_the_calendar_in_utc_is_the_edge_of_time(text: str, moment: datetime) -> None:
+    # an uncaught OverflowError at spider creation
+    assert parse_since(text) == moment.replace(tzinfo=UTC)
+
+
 # -- end to end ----------------------------------------------------------------------------
 
 

@@ -2,7 +2,9 @@
 
 A lastmod is compared as an instant: a date is its first moment, a datetime without an
 offset and the moment given without one are read as UTC, a year or a year-month is its
-first day. A lastmod that cannot be read counts as undated.
+first day. A lastmod that cannot be read counts as undated. One within a day of the
+calendar's ends whose offset takes it beyond them in UTC (``9999-12-31T23:59:59-12:00``) is
+the first or last instant UTC can hold.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ UNDATED_RULES = (KEEP, DROP)
 _DURATION = re.compile(r"(\d+)\s*([smhdw])", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 _YEAR_MONTH = re.compile(r"(\d{4})(?:-(\d{2}))?")
+_FIRST_INSTANT = datetime.min.replace(tzinfo=UTC)
+_LAST_INSTANT = datetime.max.replace(tzinfo=UTC)
 
 
 class SinceError(ValueError):
@@ -69,8 +73,11 @@ def to_instant(value: str | None) -> datetime | None:
             return None
         return datetime(int(match.group(1)), month, 1, tzinfo=UTC)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # beyond year 9999 or before year 1 in UTC: the edge of time
+        return _LAST_INSTANT if moment.year == datetime.max.year else _FIRST_INSTANT
 
 
 def parse_undated(text: str | None) -> bool:
