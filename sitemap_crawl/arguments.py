@@ -21,8 +21,9 @@ class SpiderArgumentError(ValueError):
 
 
 def parse_bool(name: str, value: object, default: bool) -> bool:
-    """true/false/1/0/yes/no (any case) as a bool."""
-    if value is None or value == "":
+    """true/false/1/0/yes/no (any case) as a bool; ``default`` when not given (None). An
+    empty value (``-a use_robots=``) is no boolean."""
+    if value is None:
         return default
     if isinstance(value, bool):
         return value

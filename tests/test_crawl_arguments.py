@@ -312,6 +312,10 @@ BAD_ARGUMENTS = {
     "broken follow regex": ({"homepage": "http://127.0.0.1:9/", "follow": "(products"}, "follow"),
     "broken deny regex": ({"homepage": "http://127.0.0.1:9/", "deny": "[a-"}, "deny"),
     "bad boolean": ({"homepage": "http://127.0.0.1:9/", "use_robots": "maybe"}, "use_robots"),
+    # an empty boolean was taken for the default
+    "empty use_robots": ({"homepage": "http://127.0.0.1:9/", "use_robots": ""}, "use_robots=''"),
+    "empty use_known_paths": ({"homepage": "http://127.0.0.1:9/", "use_known_paths": ""}, "use_known_paths=''"),
+    "empty normalize_homepage": ({"homepage": "http://127.0.0.1:9/", "normalize_homepage": ""}, "normalize_homepage"),
     "ftp sitemap url": ({"sitemap_urls": "ftp://example.org/sitemap.xml"}, "sitemap_urls"),
 }
 

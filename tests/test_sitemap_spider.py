@@ -599,6 +599,18 @@ def test_bad_homepage_is_one_error_line(tmp_path: Path) -> None:
     )
 
 
+def test_an_empty_boolean_argument_is_one_error_line(tmp_path: Path) -> None:
+    # -a sitemap_use_robots= was taken for the default (true)
+    source = sitemap_spider("empty", homepage="http://127.0.0.1:9/")
+    result = run_spider(tmp_path, source, feed=False, spider_args={"sitemap_use_robots": ""})
+    assert result.returncode != 0
+    assert "Traceback" not in result.log
+    assert any(
+        "Bad argument for the empty spider: sitemap_use_robots='' is not a boolean" in e
+        for e in result.log_lines("ERROR")
+    )
+
+
 def test_failed_and_dropped_pages_count_as_handled(fixture_site: SiteFactory, tmp_path: Path) -> None:
     site = with_pages(
         fixture_site(
