@@ -7,6 +7,7 @@ import re
 import unicodedata
 from urllib.parse import SplitResult, urlsplit
 
+from sitemap_crawl.discovery.rules import known_path_urls
 from sitemap_crawl.discovery.since import Since, SinceError, parse_since, parse_undated
 from sitemap_crawl.parsing.fields import DEFAULT_PORTS, usable_url
 
@@ -111,6 +112,21 @@ def parse_sitemap_urls(value: object) -> list[str]:
         if scheme not in ("http", "https", "file"):
             raise SpiderArgumentError(f"sitemap_urls: {url!r} is not an http, https or file URL")
     return urls
+
+
+def parse_known_paths(value: object) -> list[str]:
+    """``extra_known_paths``: paths that make an http(s) URL under a site."""
+    paths = parse_list(value)
+    for path in paths:
+        try:
+            url = known_path_urls("http://www.example.org/", [path])[0]
+        except ValueError:  # an unbalanced [ in a host
+            url = ""
+        if not usable_url(url) or urlsplit(url).scheme.lower() not in ("http", "https"):
+            raise SpiderArgumentError(
+                f"extra_known_paths: {path!r} is not a path or an http(s) URL (example: maps/sitemap.xml)"
+            )
+    return paths
 
 
 def parse_since_arguments(since: object, since_undated: object) -> Since | None:

@@ -317,6 +317,11 @@ BAD_ARGUMENTS = {
     "empty use_known_paths": ({"homepage": "http://127.0.0.1:9/", "use_known_paths": ""}, "use_known_paths=''"),
     "empty normalize_homepage": ({"homepage": "http://127.0.0.1:9/", "normalize_homepage": ""}, "normalize_homepage"),
     "ftp sitemap url": ({"sitemap_urls": "ftp://example.org/sitemap.xml"}, "sitemap_urls"),
+    # a traceback at start, nothing mapped, exit code 0
+    "extra known path no URL holds": (
+        {"homepage": "http://127.0.0.1:9/", "extra_known_paths": "sitemap.xml,http://[::1"},
+        "extra_known_paths: 'http://[::1'",
+    ),
 }
 
 

@@ -31,7 +31,7 @@ from sitemap_crawl.arguments import (
     install_traceback_filter,
     parse_bool,
     parse_homepage,
-    parse_list,
+    parse_known_paths,
     parse_regex,
     parse_since_arguments,
     parse_sitemap_urls,
@@ -222,7 +222,7 @@ class SitemapsSpider(Spider):
             normalize = parse_bool("normalize_homepage", normalize_homepage, True)
             self.use_robots = parse_bool("use_robots", use_robots, True)
             self.use_known_paths = parse_bool("use_known_paths", use_known_paths, True)
-            self.extra_known_paths = parse_list(extra_known_paths)
+            self.extra_known_paths = parse_known_paths(extra_known_paths)
             self.follow_pattern = parse_regex("follow", follow)
             self.deny_pattern = parse_regex("deny", deny)
             self.start_sitemap_urls = parse_sitemap_urls(sitemap_urls)
