@@ -105,12 +105,23 @@ def _site_host(host: str, parts: SplitResult, scheme: str) -> str:
 
 
 def parse_sitemap_urls(value: object) -> list[str]:
-    """Start sitemap URLs (http, https or file)."""
+    """Start sitemap URLs: http(s) with a host, or file with an absolute path (``file:///...``:
+    a Scrapy request needs the ``//``)."""
     urls = parse_list(value)
     for url in urls:
-        scheme = urlsplit(url).scheme.lower() if usable_url(url) else ""
-        if scheme not in ("http", "https", "file"):
+        parts = urlsplit(url) if usable_url(url) else None
+        scheme = parts.scheme.lower() if parts is not None else ""
+        if parts is None or scheme not in ("http", "https", "file"):
             raise SpiderArgumentError(f"sitemap_urls: {url!r} is not an http, https or file URL")
+        written_whole = url[len(scheme) : len(scheme) + 3] == "://"
+        if scheme == "file" and not (written_whole and parts.path.startswith("/")):
+            raise SpiderArgumentError(
+                f"sitemap_urls: {url!r} is not a file URL of an absolute path, written with // (example: file:///home/me/sitemap.xml)"
+            )
+        if scheme != "file" and not (written_whole and parts.hostname):
+            raise SpiderArgumentError(
+                f"sitemap_urls: {url!r} is not an http(s) URL with a host (example: https://www.example.org/sitemap.xml)"
+            )
     return urls
 
 

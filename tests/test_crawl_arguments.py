@@ -317,6 +317,12 @@ BAD_ARGUMENTS = {
     "empty use_known_paths": ({"homepage": "http://127.0.0.1:9/", "use_known_paths": ""}, "use_known_paths=''"),
     "empty normalize_homepage": ({"homepage": "http://127.0.0.1:9/", "normalize_homepage": ""}, "normalize_homepage"),
     "ftp sitemap url": ({"sitemap_urls": "ftp://example.org/sitemap.xml"}, "sitemap_urls"),
+    # passed the check, then a traceback at start and a crawl that never ended
+    "file URL without //": ({"sitemap_urls": "file:sitemap.xml"}, "sitemap_urls: 'file:sitemap.xml'"),
+    "http URL without //": (
+        {"sitemap_urls": "http://127.0.0.1:9/a.xml,http:127.0.0.1:9/b.xml"},
+        "sitemap_urls: 'http:127.0.0.1:9/b.xml'",
+    ),
     # a traceback at start, nothing mapped, exit code 0
     "extra known path no URL holds": (
         {"homepage": "http://127.0.0.1:9/", "extra_known_paths": "sitemap.xml,http://[::1"},
