@@ -4,9 +4,12 @@ node saying why, an incomplete one keeps its kind and pages, and the crawl goes 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.support import Route, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import SiteFactory
+from tests.support.spiders import run_spider
 from tests.support.tree import node, robots_tree, website_node
 
 FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
@@ -228,3 +231,29 @@ def test_a_host_that_cannot_be_reached_is_asked_once_and_named_once(
     assert "retry/count" not in result.stats
     assert "Gave up retrying" not in result.log and "ERROR" not in result.log
     assert result.log.count(f"http://127.0.0.1:{port}/") >= 1
+
+
+UNREQUESTABLE_START_URL = """
+from sitemap_crawl.spiders.sitemaps import SitemapsSpider
+
+
+class UnrequestableStart(SitemapsSpider):
+    name = "unrequestable"
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.start_sitemap_urls.append("file:sitemap.xml")  # past the argument check: Scrapy refuses it
+"""
+
+
+def test_a_sitemap_url_scrapy_cannot_request_fails_and_the_crawl_ends(
+    fixture_site: SiteFactory, tmp_path: Path
+) -> None:
+    # the request raised in start(): its site waited for it forever, and the crawl never ended
+    site = fixture_site({"/a.xml": urlset("{base}/a1")})
+
+    result = run_spider(tmp_path, UNREQUESTABLE_START_URL, spider_args={"sitemap_urls": site.url("/a.xml")}, timeout=60)
+
+    assert result.returncode == 0, result.log
+    assert result.urls() == [site.url("/a1")]
+    assert result.log_has("Cannot request the sitemap file:sitemap.xml")

@@ -516,7 +516,9 @@ class SitemapsSpider(Spider):
         assert engine is not None
         self.requests_sent += 1
         if self.history is None:
-            engine.crawl(self._request(visit))
+            request = self._request_or_fail(visit)
+            if request is not None:
+                engine.crawl(request)
             return
         task = asyncio.ensure_future(self._send_conditional(visit))
         self._sending.add(task)
@@ -530,7 +532,9 @@ class SitemapsSpider(Spider):
         except Exception as exc:  # the file went bad during the run: fetch it as a new sitemap
             logger.error("Could not read the history of %s: %s", visit.url, exc)
             headers = {}
-        request = self._request(visit)
+        request = self._request_or_fail(visit)
+        if request is None:
+            return
         if headers:
             request.headers.update(headers)
         self.crawler.engine.crawl(request)
@@ -554,6 +558,23 @@ class SitemapsSpider(Spider):
         if discovery is not None:
             discovery.done(visit)
             self._close_site_if_done(visit.site)
+
+    def _request_or_fail(self, visit: Visit) -> Request | None:
+        """The request for ``visit``; None for a URL Scrapy cannot request (it raises
+        ValueError): the sitemap fails as a download would, soon after, so that its site
+        still ends (it waited for the sitemap forever, and the crawl with it)."""
+        try:
+            return self._request(visit)
+        except ValueError as exc:
+            logger.error("Cannot request the sitemap %s: %s", visit.url, exc)
+            asyncio.get_running_loop().call_soon(self._request_failed, visit, exc)
+            return None
+
+    def _request_failed(self, visit: Visit, error: ValueError) -> None:
+        discovery = self.sites.get(visit.site)
+        if discovery is not None:
+            discovery.failed(visit, failure_reason(error))
+        self._sitemap_done(visit)
 
     def _request(self, visit: Visit) -> Request:
         return Request(
