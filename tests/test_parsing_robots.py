@@ -343,3 +343,17 @@ def test_sitemap_lines_no_request_can_be_made_of_are_skipped() -> None:
         urljoin(ROBOTS_URL, "[c/d.xml"),
         urljoin(ROBOTS_URL, "/e.xml"),
     ]
+
+
+def test_value_with_a_space_is_kept_whole_and_escaped() -> None:
+    # Scrapy and Protego keep the whole value; it was cut at the space (/my, a 404)
+    body = (
+        b"Sitemap: https://www.example.org/my sitemap.xml\n"
+        b"Sitemap:  /sub dir/s.xml   # a comment\n"
+        b"Sitemap: https://www.example.org/a.xml#frag ment\n"
+    )
+    assert sitemaps(body) == [
+        "https://www.example.org/my%20sitemap.xml",
+        "https://www.example.org/sub%20dir/s.xml",
+        "https://www.example.org/a.xml",
+    ]

@@ -150,7 +150,10 @@ def sitemap_urls_from_robots(text: str, robots_url: str) -> list[str]:
 
     Accepts ``Sitemap:``/``sitemap:``/``SITEMAP:``/``Sitemaps:``/``Site-map:``, spaces before or
     after the colon, BOMs and stray non-breaking spaces, CR, LF or CRLF line
-    breaks, and trailing ``# comments``. Relative values are resolved against
+    breaks, and trailing ``# comments`` (a line ends at its first ``#``, as for Protego: in a URL
+    it starts the fragment, never sent). The whole value is the URL, a space inside it
+    included, escaped as a ``<loc>`` is (``my sitemap.xml``: ``my%20sitemap.xml``, as Scrapy
+    and Protego read it). Relative values are resolved against
     ``robots_url``; a value that starts with a host name (``www.example.org/x``)
     gets the scheme of robots.txt. An empty directive takes the bare URL lines
     right after it. A value with a byte that is not text (invalid UTF-8) is skipped.
@@ -179,7 +182,7 @@ def iter_sitemap_urls(lines: Iterable[str | None], robots_url: str) -> Iterator[
                 continue
         if not value or _UNDECODABLE.search(value):
             continue  # no sitemap URL, or one with a byte that is not text: no server has that URL
-        url = _absolute(value.split()[0], robots_url)
+        url = _absolute(value, robots_url)
         if url is not None and url not in seen:
             seen.add(url)
             yield url
