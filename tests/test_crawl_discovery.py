@@ -351,3 +351,19 @@ def test_sitemap_urls_no_request_can_be_made_of_do_not_stop_the_crawl(
     result = crawl({"homepage": site.base}, settings=FAST, timeout=60)
     result.assert_ok()
     assert sorted(page["url"] for page in result.pages) == [site.url("/a"), site.url("/b")]
+
+
+def test_no_url_of_a_redirect_chain_under_robots_is_probed_again(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/old.xml"),
+            "/old.xml": Route(redirect_to="/sitemap.xml"),
+            "/sitemap.xml": Route(redirect_to="/sitemap_index.xml"),
+            "/sitemap_index.xml": urlset("{base}/p"),
+        }
+    )
+
+    result = crawl({"homepage": site.base}, settings=FAST).assert_ok()
+
+    assert result.tree == robots_tree(site.base, node(site.base + "/old.xml", "xml_urlset", pages=1))
+    assert (site.hits("/sitemap.xml"), site.hits("/sitemap_index.xml")) == (1, 1)

@@ -151,3 +151,17 @@ def test_resume_reads_the_waiting_sitemaps_and_skips_the_read_ones() -> None:
     driver.finish(driver.sent[1])
     assert driver.urls() == [HOME + "robots.txt", HOME + "x.xml", HOME + "sitemap.xml"]
     assert driver.sent[2].role == KNOWN
+
+
+def test_every_url_of_a_redirect_chain_under_robots_counts_as_seen() -> None:
+    # robots.txt -> /old.xml -> /sitemap.xml -> /sitemap_index.xml: no hop is probed again
+    driver = Driver()
+    driver.site.start()
+    (robots,) = driver.sent
+    driver.site.declare(robots, HOME + "old.xml", 0, frozenset({robots.url}))
+    child = driver.sent[1]
+    hops = [HOME + "old.xml", HOME + "sitemap.xml"]
+    assert driver.site.redirected(child, HOME + "sitemap_index.xml", hops)
+    driver.finish(robots)
+    driver.finish(child)
+    assert driver.urls() == [HOME + "robots.txt", HOME + "old.xml"]

@@ -231,13 +231,17 @@ class SiteDiscovery:
             logger.warning("Sitemap %s unusable: %s", visit.url, reason)
             self.report(visit, NodeKind.INVALID, reason)
 
-    def redirected(self, visit: Visit, final_url: str) -> bool:
-        """``visit`` answered from ``final_url``; whether to read it. Left out: a known path
-        that leads to a sitemap seen under robots.txt, a URL already read (once per crawl);
-        a loop: a sitemap that leads to its ancestor."""
+    def redirected(self, visit: Visit, final_url: str, hops: Sequence[str] = ()) -> bool:
+        """``visit`` answered from ``final_url`` after the redirect chain ``hops`` (the URLs
+        redirected from, Scrapy's ``redirect_urls``); whether to read it. Every URL of the
+        chain of a sitemap under robots.txt counts as seen there. Left out: a known path
+        whose chain reaches a URL seen under robots.txt; a URL already read
+        (once per crawl); a loop: a sitemap that leads to its ancestor."""
         logger.debug("Sitemap %s redirected to %s", visit.url, final_url)
-        if visit.role == KNOWN and final_url in self._seen_under_robots:
-            logger.debug("Known path %s leads to %s, already seen under robots.txt", visit.url, final_url)
+        reached = [url for url in (*hops, final_url) if url != visit.url]
+        if visit.under_robots:
+            self._seen_under_robots.update(reached)
+        elif visit.role == KNOWN and not self._known_path_reads(visit, reached, final_url):
             return False
         if self.once_per_crawl:
             if final_url in self.read_urls:
@@ -248,8 +252,15 @@ class SiteDiscovery:
             logger.warning("Sitemap %s redirects to its ancestor %s: loop", visit.url, final_url)
             self.report(visit, NodeKind.INVALID, LOOP)
             return False
-        if visit.under_robots:
-            self._seen_under_robots.add(final_url)
+        return True
+
+    def _known_path_reads(self, visit: Visit, reached: Sequence[str], final_url: str) -> bool:
+        """Whether the known path ``visit``, redirected through ``reached`` to ``final_url``,
+        is read: not when a URL it reaches was seen under robots.txt."""
+        for url in reached:
+            if url in self._seen_under_robots:
+                logger.debug("Known path %s leads to %s, already seen under robots.txt", visit.url, url)
+                return False
         return True
 
     def follows(self, url: str, parent_kind: str) -> bool:

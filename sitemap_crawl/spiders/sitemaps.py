@@ -726,7 +726,8 @@ class SitemapsSpider(Spider):
             discovery.failed(visit, http_error(response.status))
             return
         final_url = response.url
-        if final_url != visit.url and not discovery.redirected(visit, final_url):
+        hops = response.meta.get("redirect_urls", ())
+        if final_url != visit.url and not discovery.redirected(visit, final_url, hops):
             return
         changes: SitemapChanges | None = None
         if self.history is not None:
