@@ -367,3 +367,30 @@ def test_no_url_of_a_redirect_chain_under_robots_is_probed_again(fixture_site: S
 
     assert result.tree == robots_tree(site.base, node(site.base + "/old.xml", "xml_urlset", pages=1))
     assert (site.hits("/sitemap.xml"), site.hits("/sitemap_index.xml")) == (1, 1)
+
+
+def test_a_known_path_redirected_to_another_known_path_is_read_once(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # WordPress/Yoast: /sitemap.xml -> 301 /sitemap_index.xml, robots.txt without Sitemap:
+    site = fixture_site(
+        {
+            "/robots.txt": "User-agent: *\nDisallow: /wp-admin/\n",
+            "/sitemap.xml": Route(redirect_to="/sitemap_index.xml"),
+            "/sitemap_index.xml": sitemapindex("{base}/post-sitemap.xml"),
+            "/post-sitemap.xml": urlset("{base}/post-1", "{base}/post-2"),
+            "/.sitemap.xml": Route(redirect_to="/sitemap"),
+            "/sitemap": urlset("{base}/p"),
+        }
+    )
+
+    result = crawl({"homepage": site.base}, settings=FAST).assert_ok()
+
+    base = site.base
+    assert top_level(result) == [
+        (base + "/robots.txt", "robots_txt"),
+        (base + "/sitemap_index.xml", "xml_index"),
+        (base + "/sitemap", "xml_urlset"),
+    ]
+    assert sorted(result.urls()) == [base + "/p", base + "/post-1", base + "/post-2"]
+    assert site.hits("/post-sitemap.xml") == 1

@@ -165,3 +165,23 @@ def test_every_url_of_a_redirect_chain_under_robots_counts_as_seen() -> None:
     driver.finish(robots)
     driver.finish(child)
     assert driver.urls() == [HOME + "robots.txt", HOME + "old.xml"]
+
+
+def test_a_known_path_leading_to_another_known_path_or_its_sitemap_is_left_out() -> None:
+    # WordPress/Yoast: /sitemap.xml -> 301 /sitemap_index.xml, robots.txt without Sitemap:
+    paths = ["sitemap.xml", "sitemap_index.xml", ".sitemap.xml", "sitemap", "a.xml", "b.xml"]
+    driver = Driver(known_paths=paths, concurrency=10)
+    driver.site.start()
+    (robots,) = driver.sent
+    driver.site.failed(robots, "HTTP 404")
+    driver.site.done(robots)
+    by_url = {visit.url: visit for visit in driver.sent[1:]}
+    assert list(by_url) == [HOME + path for path in paths]
+    # the known path reached keeps the sitemap, whichever answer comes first
+    assert not driver.site.redirected(by_url[HOME + "sitemap.xml"], HOME + "sitemap_index.xml")
+    assert not driver.site.redirected(
+        by_url[HOME + ".sitemap.xml"], HOME + "elsewhere.xml", [HOME + ".sitemap.xml", HOME + "sitemap"]
+    )
+    # two known paths reaching the same other URL: the first one read keeps it
+    assert driver.site.redirected(by_url[HOME + "b.xml"], HOME + "moved.xml")
+    assert not driver.site.redirected(by_url[HOME + "a.xml"], HOME + "moved.xml")

@@ -133,6 +133,8 @@ class SiteDiscovery:
         # of sitemaps under robots.txt is not final and known paths must wait
         self._unsettled: set[Visit] = set()
         self._seen_under_robots: set[str] = set()
+        # the URLs known paths were redirected to (the first known path read keeps each)
+        self._reached_by_known: set[str] = set()
         self._in_flight: list[Visit] = []
         self._waiting: deque[Visit] = deque()
         # once per crawl: the sitemap URLs read (or being read), and those waiting
@@ -235,7 +237,8 @@ class SiteDiscovery:
         """``visit`` answered from ``final_url`` after the redirect chain ``hops`` (the URLs
         redirected from, Scrapy's ``redirect_urls``); whether to read it. Every URL of the
         chain of a sitemap under robots.txt counts as seen there. Left out: a known path
-        whose chain reaches a URL seen under robots.txt; a URL already read
+        whose chain reaches a URL seen under robots.txt or another known path, or a final
+        URL another known path reached first; a URL already read
         (once per crawl); a loop: a sitemap that leads to its ancestor."""
         logger.debug("Sitemap %s redirected to %s", visit.url, final_url)
         reached = [url for url in (*hops, final_url) if url != visit.url]
@@ -256,11 +259,20 @@ class SiteDiscovery:
 
     def _known_path_reads(self, visit: Visit, reached: Sequence[str], final_url: str) -> bool:
         """Whether the known path ``visit``, redirected through ``reached`` to ``final_url``,
-        is read: not when a URL it reaches was seen under robots.txt."""
+        is read: not when a URL it reaches was seen under robots.txt or is another known path
+        (probed on its own: it keeps the sitemap, whatever the order of the answers), nor when
+        another known path was redirected to ``final_url`` before (the first one read keeps it)."""
         for url in reached:
             if url in self._seen_under_robots:
                 logger.debug("Known path %s leads to %s, already seen under robots.txt", visit.url, url)
                 return False
+            if url in self._known_set:
+                logger.debug("Known path %s leads to %s, another well-known path", visit.url, url)
+                return False
+        if final_url in self._reached_by_known:
+            logger.debug("Known path %s leads to %s, reached by another well-known path", visit.url, final_url)
+            return False
+        self._reached_by_known.add(final_url)
         return True
 
     def follows(self, url: str, parent_kind: str) -> bool:
