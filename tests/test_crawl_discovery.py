@@ -394,3 +394,25 @@ def test_a_known_path_redirected_to_another_known_path_is_read_once(
     ]
     assert sorted(result.urls()) == [base + "/p", base + "/post-1", base + "/post-2"]
     assert site.hits("/post-sitemap.xml") == 1
+
+
+@pytest.mark.parametrize(
+    "args", [{"since": "2024-01-01"}, {"deny": r"sitemap\.xml"}], ids=["older than since", "denied"]
+)
+def test_a_sitemap_listed_under_robots_but_not_fetched_is_not_probed_as_a_known_path(
+    fixture_site: SiteFactory, crawl: CrawlRunner, args: dict[str, str]
+) -> None:
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/idx.xml"),
+            "/idx.xml": sitemapindex({"loc": "{base}/sitemap.xml", "lastmod": "2020-01-01"}, "{base}/new.xml"),
+            "/sitemap.xml": urlset("{base}/old-undated-page"),
+            "/new.xml": urlset({"loc": "{base}/new-page", "lastmod": "2025-01-01"}),
+        }
+    )
+
+    result = crawl({"homepage": site.base, **args}, settings=FAST).assert_ok()
+
+    assert site.hits("/sitemap.xml") == 0
+    assert result.urls() == [site.base + "/new-page"]
+    assert [url for url, _ in top_level(result)] == [site.base + "/robots.txt"]

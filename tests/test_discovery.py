@@ -82,10 +82,13 @@ def test_loops_and_depth_become_invalid_nodes() -> None:
 def test_follow_and_deny_apply_to_index_children_only() -> None:
     rules = FollowRules(follow=[re.compile("products")], deny=[re.compile("old")])
     driver = Driver(rules=rules)
-    assert driver.site.follows(HOME + "anything.xml", "robots_txt")
-    assert driver.site.follows(HOME + "products-1.xml", "xml_index")
-    assert not driver.site.follows(HOME + "news.xml", "xml_index")
-    assert not driver.site.follows(HOME + "products-old.xml", "xml_index")
+    driver.site.start()
+    (robots,) = driver.sent
+    index = Visit(HOME + "index.xml", (0, 0), 1, frozenset({robots.url}), "child")
+    assert driver.site.follows(robots, HOME + "anything.xml", "robots_txt")
+    assert driver.site.follows(index, HOME + "products-1.xml", "xml_index")
+    assert not driver.site.follows(index, HOME + "news.xml", "xml_index")
+    assert not driver.site.follows(index, HOME + "products-old.xml", "xml_index")
 
 
 def test_a_known_path_redirected_to_a_sitemap_seen_under_robots_is_left_out() -> None:
@@ -185,3 +188,18 @@ def test_a_known_path_leading_to_another_known_path_or_its_sitemap_is_left_out()
     # two known paths reaching the same other URL: the first one read keeps it
     assert driver.site.redirected(by_url[HOME + "b.xml"], HOME + "moved.xml")
     assert not driver.site.redirected(by_url[HOME + "a.xml"], HOME + "moved.xml")
+
+
+def test_a_sitemap_listed_under_robots_but_not_fetched_is_not_probed_as_a_known_path() -> None:
+    # an index child that deny matches (or older than -a since): not read as sitemap.xml either
+    driver = Driver(rules=FollowRules(deny=[re.compile(r"sitemap\.xml")]), known_paths=["sitemap.xml", "s.xml"])
+    driver.site.start()
+    (robots,) = driver.sent
+    driver.site.declare(robots, HOME + "idx.xml", 0, frozenset({robots.url}))
+    index = driver.sent[1]
+    assert not driver.site.follows(index, HOME + "sitemap.xml", "xml_index")
+    assert driver.site.follows(index, HOME + "s.xml", "xml_index")
+    driver.site.not_fetched(index, HOME + "s.xml", 1, "older than since")
+    driver.finish(robots)
+    driver.finish(index)
+    assert driver.urls() == [HOME + "robots.txt", HOME + "idx.xml"]

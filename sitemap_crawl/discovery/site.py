@@ -275,8 +275,12 @@ class SiteDiscovery:
         self._reached_by_known.add(final_url)
         return True
 
-    def follows(self, url: str, parent_kind: str) -> bool:
-        """Whether a sub-sitemap ``url`` declared by a sitemap of ``parent_kind`` is fetched."""
+    def follows(self, parent: Visit, url: str, parent_kind: str) -> bool:
+        """Whether a sub-sitemap ``url`` declared by ``parent`` (a sitemap of ``parent_kind``)
+        is fetched. Declared under robots.txt, it counts as seen there, fetched or not
+        (``follow``/``deny``, ``-a since``, a loop or the depth limit): no known path reads it."""
+        if parent.under_robots:
+            self._seen_under_robots.add(url)
         if parent_kind == NodeKind.ROBOTS_TXT:
             return True
         refusal = self.rules.refusal(url)

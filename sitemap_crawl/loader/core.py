@@ -641,7 +641,7 @@ class SitemapRequestLoader:
             chosen = self._sitemap_filter(refs, visit.url)
         for index, chosen_ref in enumerate(chosen):
             child = chosen_ref if isinstance(chosen_ref, str) else chosen_ref.url
-            if self._discovery.follows(child, reader.kind):
+            if self._discovery.follows(visit, child, reader.kind):
                 self._discovery.declare(visit, child, index, lineage)
 
     async def _read_pages(

@@ -663,7 +663,7 @@ class SitemapsSpider(Spider):
     ) -> int:
         """A sub-sitemap ``visit`` (a sitemap of ``kind``) lists, put through follow / deny and
         ``since``: declared (fetched), skipped by ``since`` or not followed. The next child's index."""
-        if not discovery.follows(ref.url, kind):
+        if not discovery.follows(visit, ref.url, kind):
             self.crawler.stats.inc_value(NOT_FOLLOWED_STAT)
             return child_index
         since = self.since
