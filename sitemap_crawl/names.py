@@ -45,6 +45,9 @@ QUEUE_CLAIMED_STAT = "sitemap_crawl/queue/claimed"
 """Queue runs: sites this worker took over from a silent worker."""
 QUEUE_DEAD_STAT = "sitemap_crawl/queue/dead_lettered"
 """Queue runs: sites this worker moved to the dead-letter stream (taken MAX_ATTEMPTS times)."""
+QUEUE_DUPLICATE_STAT = "sitemap_crawl/queue/duplicates"
+"""Queue runs: entries this worker acknowledged unmapped, their homepage reducing to a site another
+entry maps (``--keep-path`` entries of one site, read by a worker that reduces homepages)."""
 QUEUE_TAKEN_OVER_STAT = "sitemap_crawl/queue/taken_over"
 """Queue runs: sites this worker finished but could not acknowledge (another worker had taken them
 over, and finished them or still holds them; or they were dead-lettered meanwhile)."""

@@ -124,6 +124,7 @@ def test_enqueue_counts_new_and_already_there_and_status_shows_it(queue_server: 
         "done": 0,
         "failed": 0,
         "dead_lettered": 0,
+        "duplicates": 0,
         "pages": 0,
         "dead": [],
     }
@@ -179,6 +180,7 @@ def test_two_workers_drain_one_queue_and_each_site_is_mapped_once(
         "done": 24,
         "failed": 0,
         "dead_lettered": 0,
+        "duplicates": 0,
         "pages": sum(expected.values()),
         "dead": [],
     }
@@ -502,6 +504,27 @@ def test_a_queue_entry_that_is_not_a_url_is_acknowledged_not_mapped(
     result = worker(crawl, queue_server, "one", tmp_path).wait(60).assert_ok()
     assert "The queue holds 'not-a-url', which is not an http(s) URL: acknowledged, not mapped" in result.log
     assert status(queue_server)["done"] == 1 and status(queue_server)["failed"] == 1
+
+
+def test_two_entries_of_one_site_are_mapped_once_and_the_worker_ends(
+    crawl: CrawlRunner, fixture_site: SiteFactory, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    _site, expected = sites(fixture_site, 2)
+    homepage, pages = list(expected.items())[1]  # s01.test: 2 pages
+    added = scrapy(
+        "sitemaps-enqueue", "-", "--queue", queue_server.url, "--keep-path", stdin=f"{homepage}a\n{homepage}b\n"
+    )
+    assert added.stdout.strip() == "2 new, 0 already there"
+    # the worker reduces both to the site: it maps it once, and did not hold the second entry forever
+    result = worker(crawl, queue_server, "one", tmp_path).wait(60).assert_ok()
+    assert result.stats["finish_reason"] == "finished"
+    assert result.stats["sitemap_crawl/queue/duplicates"] == 1
+    assert "acknowledged as a duplicate, not mapped" in result.log
+    now = status(queue_server)
+    assert (now["done"], now["duplicates"], now["in_flight"], now["pages"]) == (1, 1, 0, pages)
+    collected, log, code = collect(tmp_path)
+    assert code == 0 and f"1 sites, {pages} pages kept" in log
+    assert rows_by_site(collected) == expected_urls({homepage: pages})
 
 
 def test_a_worker_whose_server_cannot_be_reached_stops_at_once(crawl: CrawlRunner, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from sitemap_crawl.queue import QueueConfig
-from sitemap_crawl.queue.stream import Acknowledgement, SiteQueue
+from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue
 from tests.support.queue_server import QueueServer
 
 T = TypeVar("T")
@@ -64,6 +64,7 @@ def test_take_ack_and_the_status_counts(queue_server: QueueServer) -> None:
             "done": 5,
             "failed": 1,
             "dead_lettered": 0,
+            "duplicates": 0,
             "pages": 10,
         }
         assert await queue.idle()
@@ -149,4 +150,31 @@ def test_an_older_attempt_of_the_same_worker_is_not_acknowledged(queue_server: Q
         assert (await queue.status()).done == 1
 
     queue = queue_of(queue_server, claim_after=0.3)
+    run(queue, scenario(queue))
+
+
+def test_an_entry_of_a_site_another_entry_maps_is_acknowledged_as_a_duplicate(queue_server: QueueServer) -> None:
+    async def scenario(queue: SiteQueue) -> None:
+        await queue.add(["http://a.test/x", "http://a.test/y", "http://b.test/"])  # (--keep-path)
+        first, _ = await queue.take("w1", 2)
+        other, _ = await queue.take("w2", 1)
+        site = [Lease(lease.entry_id, "http://a.test/", lease.deliveries) for lease in first]
+        b = Lease(other[0].entry_id, "http://b.test/", 1)
+        owner = first[0].entry_id
+        assert await queue.own("w1", site) == [owner, owner]  # the second entry: acknowledged, counted
+        assert await queue.own("w2", [b]) == [b.entry_id]
+        assert await queue.own("w1", site[:1]) == [owner]  # (taken again: still its own)
+        assert await queue.ack("w1", [(site[0], 6, False)]) == [ACKNOWLEDGED]
+        assert await queue.ack("w2", [(b, 1, False)]) == [ACKNOWLEDGED]
+        status = await queue.status()
+        assert (status.enqueued, status.in_flight, status.done, status.duplicates, status.pages) == (3, 0, 2, 1, 7)
+        assert await queue.idle()
+        # the queue started afresh (its keys deleted but the homepages hash): a new entry maps the site
+        await queue.client.delete(queue.config.stream, queue.config.seen)
+        await queue.add(["http://a.test/z"])
+        again, _ = await queue.take("w3", 1)
+        fresh = Lease(again[0].entry_id, "http://a.test/", 1)
+        assert await queue.own("w3", [fresh]) == [fresh.entry_id]
+
+    queue = queue_of(queue_server)
     run(queue, scenario(queue))

@@ -3,8 +3,10 @@
 One queue is a handful of keys under one prefix (SITEMAP_CRAWL_QUEUE_KEY, default
 ``sitemap_crawl``): ``<prefix>:sites`` (the stream of homepages, consumer group
 ``workers``), ``<prefix>:seen`` (a set: every homepage ever added, so the same one is
-mapped once), ``<prefix>:dead`` (the dead-letter stream) and ``<prefix>:counts`` (a
-hash: sites done, unreachable, pages). Pure: no Scrapy, no server.
+mapped once), ``<prefix>:homepages`` (a hash: the site a worker maps, as it reduced the
+homepage, and the entry that maps it), ``<prefix>:dead`` (the dead-letter stream) and
+``<prefix>:counts`` (a hash: sites done, unreachable, duplicates, pages). Pure: no Scrapy,
+no server.
 """
 
 from __future__ import annotations
@@ -80,6 +82,10 @@ class QueueConfig:
     @property
     def seen(self) -> str:
         return f"{self.key}:seen"
+
+    @property
+    def homepages(self) -> str:
+        return f"{self.key}:homepages"
 
     @property
     def dead(self) -> str:

@@ -116,6 +116,33 @@ return 1
 count it, only from the attempt that holds it (this consumer, this delivery); see :class:`Acknowledgement`."""
 
 
+_OWN = """
+local stream, homepages, counts = KEYS[1], KEYS[2], KEYS[3]
+local group, consumer = ARGV[1], ARGV[2]
+local owners = {}
+for i = 3, #ARGV, 3 do
+  local id, delivery, homepage = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+  local owner = redis.call('HGET', homepages, homepage)
+  if not owner or owner == id or #redis.call('XRANGE', stream, owner, owner) == 0 then
+    redis.call('HSET', homepages, homepage, id)
+    owner = id
+  else
+    local info = redis.call('XPENDING', stream, group, id, id, 1)
+    if info[1] and info[1][2] == consumer and info[1][4] == delivery then
+      redis.call('XACK', stream, group, id)
+      redis.call('HINCRBY', counts, 'duplicates', 1)
+    end
+  end
+  table.insert(owners, owner)
+end
+return owners
+"""
+"""KEYS stream, homepages, counts; ARGV group, consumer, then (id, delivery, homepage) per entry taken: the
+entry that maps each homepage (as the worker reduced it). The first entry of a homepage owns it (an
+owner no longer in the stream, after a queue started afresh, is replaced); an entry of a homepage
+another entry owns is a duplicate: acknowledged and counted as one, by the attempt that holds it."""
+
+
 class Acknowledgement(IntEnum):
     """What the server did with a worker's acknowledgement of its attempt at a site."""
 
@@ -156,6 +183,8 @@ class QueueStatus:
     unreachable: int
     dead: int
     pages: int
+    duplicates: int = 0
+    """Entries acknowledged unmapped: their homepage reduces to a site another entry maps."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -166,6 +195,7 @@ class QueueStatus:
             "done": self.done,
             "failed": self.unreachable,
             "dead_lettered": self.dead,
+            "duplicates": self.duplicates,
             "pages": self.pages,
         }
 
@@ -188,6 +218,7 @@ class SiteQueue:
         self._take = self.client.register_script(_TAKE)
         self._keep = self.client.register_script(_KEEP)
         self._ack = self.client.register_script(_ACK)
+        self._own = self.client.register_script(_OWN)
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -272,6 +303,20 @@ class SiteQueue:
         self.round_trips += 1
         return [Acknowledgement(int(result)) for result in await pipe.execute()]
 
+    async def own(self, consumer: str, leases: Iterable[Lease]) -> list[str]:
+        """The entry that maps each lease's site (``lease.homepage`` as the worker reduced it): the
+        lease's own entry, or another one, and then the lease, a duplicate, is acknowledged and
+        counted as one (see ``_OWN``)."""
+        args: list[str | int] = [GROUP, consumer]
+        for lease in leases:
+            args += [lease.entry_id, lease.deliveries, lease.homepage]
+        if len(args) == 2:
+            return []
+        self.round_trips += 1
+        config = self.config
+        owners = await self._own(keys=[config.stream, config.homepages, config.counts], args=args)
+        return [_text(owner) for owner in owners]
+
     async def idle(self) -> bool:
         """Whether the queue is drained: no entry waits and none is pending anywhere."""
         self.round_trips += 1
@@ -325,6 +370,7 @@ class SiteQueue:
             unreachable=int(counts.get("unreachable", 0)),
             dead=int(dead),
             pages=int(counts.get("pages", 0)),
+            duplicates=int(counts.get("duplicates", 0)),
         )
 
     async def dead_letters(self, count: int = 100) -> list[dict[str, str | int]]:

@@ -53,6 +53,7 @@ from sitemap_crawl.names import (
     QUEUE_ACKED_STAT,
     QUEUE_CLAIMED_STAT,
     QUEUE_DEAD_STAT,
+    QUEUE_DUPLICATE_STAT,
     QUEUE_ROUND_TRIPS_STAT,
     QUEUE_TAKEN_OVER_STAT,
 )
@@ -218,8 +219,7 @@ class QueueWorker:
                 if dead:
                     stats.inc_value(QUEUE_DEAD_STAT, dead)
                     logger.warning("%d site(s) taken too often went to the dead-letter stream", dead)
-                for lease in leases:
-                    self._take(lease)
+                await self._take_all(leases)
                 if leases:
                     self._drained = False
                     self.spider._open_sites()
@@ -239,14 +239,43 @@ class QueueWorker:
         finally:
             self._fetching = False
 
+    async def _take_all(self, leases: list[Lease]) -> None:
+        """Take the leases the server handed out: each reduced to its site; one whose site
+        another entry maps (two ``--keep-path`` entries of one site) is a duplicate, which the
+        server acknowledged and counted as such: it is not mapped (see ``SiteQueue.own``)."""
+        assert self.queue is not None and self.crawler is not None and self.crawler.stats is not None
+        reduced: list[Lease] = []
+        given: list[str] = []
+        for lease in leases:
+            try:
+                homepage = parse_homepage(lease.homepage, self.normalize)
+            except SpiderArgumentError:  # not added by sitemaps-enqueue: done with, as unreachable
+                logger.error(
+                    "The queue holds %r, which is not an http(s) URL: acknowledged, not mapped", lease.homepage
+                )
+                self._spawn(self._ack_unusable(lease))
+                continue
+            reduced.append(Lease(lease.entry_id, homepage, lease.deliveries, lease.previous_holder))
+            given.append(lease.homepage)
+        owners = await self.queue.own(self.name, reduced)
+        for lease, owner, homepage in zip(reduced, owners, given, strict=True):
+            if owner == lease.entry_id:
+                self._take(lease)
+                continue
+            self.crawler.stats.inc_value(QUEUE_DUPLICATE_STAT)
+            logger.info(
+                "Entry %s (%s) reduces to %s, which entry %s maps: acknowledged as a duplicate, not mapped",
+                lease.entry_id,
+                homepage,
+                lease.homepage,
+                owner,
+            )
+
     def _take(self, lease: Lease) -> None:
+        """Take a lease of this worker's (its homepage reduced to its site): map it, or map it
+        again under a newer attempt (taken back)."""
         assert self.crawler is not None and self.crawler.stats is not None
-        try:
-            homepage = parse_homepage(lease.homepage, self.normalize)
-        except SpiderArgumentError:  # not added by sitemaps-enqueue: done with, as unreachable
-            logger.error("The queue holds %r, which is not an http(s) URL: acknowledged, not mapped", lease.homepage)
-            self._spawn(self._ack_unusable(lease))
-            return
+        homepage = lease.homepage
         held = self.held.get(homepage)
         if held is not None and held.entry_id == lease.entry_id and lease.deliveries > held.deliveries:
             # taken over from a worker that had taken it over from this one: only the newer attempt
@@ -254,16 +283,15 @@ class QueueWorker:
             logger.info(
                 "Took back %s (attempt %d) while still mapping attempt %d", homepage, lease.deliveries, held.deliveries
             )
-            self._taken_back[homepage] = Lease(lease.entry_id, homepage, lease.deliveries, lease.previous_holder)
+            self._taken_back[homepage] = lease
             self._lost.discard(homepage)  # held again: renewed again
             self.crawler.stats.inc_value(QUEUE_CLAIMED_STAT)
             return
         if held is not None or homepage in self.spider.sites:
-            return  # cannot happen (each homepage is queued once): never map a site twice at once
+            return  # cannot happen (the server gives a site one entry: SiteQueue.own): never map a site twice at once
         if lease.previous_holder:
             self.crawler.stats.inc_value(QUEUE_CLAIMED_STAT)
             logger.info("Took over %s from worker %s (attempt %d)", homepage, lease.previous_holder, lease.deliveries)
-        lease = Lease(lease.entry_id, homepage, lease.deliveries, lease.previous_holder)
         self.held[homepage] = lease
         self.taken += 1
         self._ready.append(lease)

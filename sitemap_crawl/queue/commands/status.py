@@ -69,6 +69,7 @@ def render(url: str, key: str, status: dict[str, Any], dead: list[dict[str, str 
         f"  done:          {status['done']}",
         f"  failed:        {status['failed']} (unreachable)",
         f"  dead-lettered: {status['dead_lettered']}",
+        f"  duplicates:    {status['duplicates']} (entries of a site another entry maps)",
         f"  pages:         {status['pages']}",
     ]
     for letter in dead:
