@@ -127,6 +127,23 @@ def test_a_missing_feed_file_is_reported(tmp_path: Path) -> None:
     assert [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()] == rows(B, 2, "b/2")
 
 
+def test_rows_given_twice_are_reported_with_their_files(tmp_path: Path) -> None:
+    write(tmp_path / "trees-1.jsonl", [tree(A, 2, "a/1"), tree(B, 1, "b/1")])
+    write(tmp_path / "pages-w1.jsonl", rows(A, 2, "a/1") + rows(B, 1, "b/1"))
+    write(tmp_path / "pages-all.jsonl", rows(A, 2, "a/1"))  # an earlier collect output the pattern matches
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "scrapy", "sitemaps-collect", "--trees", str(tmp_path / "trees-*.jsonl"),
+            "--pages", str(tmp_path / "pages-*.jsonl"), "-O", str(tmp_path / "all.jsonl"),
+        ],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    files = f"{tmp_path / 'pages-all.jsonl'}, {tmp_path / 'pages-w1.jsonl'}"
+    assert f"{A}: 4 rows but its tree counts 2 pages; they came from {files}" in result.stderr
+    assert B not in result.stderr
+
+
 def test_the_tree_row_count_sums_every_node() -> None:
     nested = tree(A, 2, "x")
     nested["sub_sitemaps"][0]["sub_sitemaps"] = [tree(A, 5, None)]

@@ -16,7 +16,10 @@ any attempt, the newest complete one is still a full mapping of the site.
 
 JSON lines in and out. The chosen tree lines can be written too. A site whose
 chosen attempt has fewer rows than its tree counts (its pages; in a history run, its
-changes) is reported (a feed file lost or overwritten). Pure: no Scrapy, no server.
+changes) is reported (a feed file lost or overwritten), and so is one with more rows (the
+files they came from named: a feed file given twice, or an earlier collect output among the
+page files); such rows are not deduplicated, as a site's rows may repeat a page (two sitemaps
+listing it). Pure: no Scrapy, no server.
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ class CollectReport:
     short_sites: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Sites whose chosen attempt has fewer rows than its tree counts: (rows, tree count)
     (see :func:`tree_row_count`)."""
+    long_sites: dict[str, tuple[int, int, list[str]]] = field(default_factory=dict)
+    """Sites whose chosen attempt has more rows than its tree counts: (rows, tree count, the
+    files they came from): a feed file given twice, or an earlier collect output among the
+    page files. Not deduplicated: a site's pages may repeat (two sitemaps listing a page)."""
 
 
 def expand(patterns: Iterable[str]) -> list[Path]:
@@ -121,15 +128,20 @@ def collect(
                 trees_out.write(orjson.dumps(tree) + b"\n")
                 written.add(site)
     rows: Counter[str] = Counter()
-    for row in _lines(page_paths, report):
-        site = row.get("website")
-        if isinstance(site, str) and row.get("attempt") == chosen.get(site):
-            out.write(orjson.dumps(row) + b"\n")
-            rows[site] += 1
-        else:
-            report.left_out += 1
+    files: dict[str, dict[str, None]] = {}
+    for path in page_paths:
+        for row in _lines([path], report):
+            site = row.get("website")
+            if isinstance(site, str) and row.get("attempt") == chosen.get(site):
+                out.write(orjson.dumps(row) + b"\n")
+                rows[site] += 1
+                files.setdefault(site, {})[str(path)] = None
+            else:
+                report.left_out += 1
     report.pages = sum(rows.values())
     for site, count in expected.items():
         if rows[site] < count:
             report.short_sites[site] = (rows[site], count)
+        elif rows[site] > count:
+            report.long_sites[site] = (rows[site], count, list(files[site]))
     return report

@@ -53,5 +53,11 @@ class Command(ScrapyCommand):
             print(f"{report.unreadable_lines} lines cut short (by a crash) were skipped", file=sys.stderr)
         for site, (rows, count) in sorted(report.short_sites.items()):
             print(f"{site}: {rows} rows but its tree counts {count} pages (a feed file missing?)", file=sys.stderr)
-        if report.short_sites:
+        for site, (rows, count, files) in sorted(report.long_sites.items()):
+            print(
+                f"{site}: {rows} rows but its tree counts {count} pages; they came from {', '.join(files)} "
+                "(a feed file given twice, or an earlier collect output matched by --pages?)",
+                file=sys.stderr,
+            )
+        if report.short_sites or report.long_sites:
             self.exitcode = 1
