@@ -470,6 +470,22 @@ def test_queue_wait_keeps_a_worker_for_sites_added_later(
     assert rows_by_site(lines(tmp_path / "pages-w.jsonl")) == expected_urls(expected)
 
 
+def test_a_waiting_worker_whose_queue_is_deleted_says_so(
+    crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    running = crawl.start(
+        {"queue": queue_server.url, "queue_wait": True},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees-w.jsonl")},
+    )
+    assert running.wait_for_log("The queue is drained: waiting for more sites")
+    queue_server.command("DEL", "sitemap_crawl:sites", "sitemap_crawl:seen")  # started afresh under it
+    result = running.wait(30)
+    assert result.stats["finish_reason"] == "queue_unavailable"
+    assert result.log_count(f"The queue at {queue_server.url} was deleted on the server") == 1
+    assert "cannot be reached" not in result.log and "Traceback" not in result.log
+
+
 def test_a_second_worker_given_the_files_of_a_running_one_stops_at_start(
     crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
@@ -440,6 +440,16 @@ class QueueWorker:
         if self._stopping:
             return
         self._stopping = True
+        if isinstance(exc, ResponseError) and "NOGROUP" in str(exc):
+            logger.error(
+                "The queue at %s was deleted on the server (its stream or consumer group is gone: %s): this "
+                "worker stops. The sites it acknowledged are written; the %d it held are no longer queued.",
+                display_url(self.url),
+                exc,
+                len(self.held),
+            )
+            self._close(UNAVAILABLE)
+            return
         logger.error(
             "The queue server %s cannot be reached (%s): this worker stops. The sites it acknowledged "
             "are written; the %d it holds stay pending and another worker takes them after "
