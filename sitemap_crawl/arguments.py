@@ -105,19 +105,19 @@ def _site_host(host: str, parts: SplitResult, scheme: str) -> str:
 
 
 def parse_sitemap_urls(value: object) -> list[str]:
-    """Start sitemap URLs: http(s) with a host, or file with an absolute path (``file:///...``:
-    a Scrapy request needs the ``//``)."""
+    """Start sitemap URLs: http(s) with a host (``https://host/...``), or file with an absolute
+    path (``file:///...`` or ``file:/...``, RFC 8089; a relative one is no URL Scrapy requests)."""
     urls = parse_list(value)
     for url in urls:
         parts = urlsplit(url) if usable_url(url) else None
         scheme = parts.scheme.lower() if parts is not None else ""
         if parts is None or scheme not in ("http", "https", "file"):
             raise SpiderArgumentError(f"sitemap_urls: {url!r} is not an http, https or file URL")
-        written_whole = url[len(scheme) : len(scheme) + 3] == "://"
-        if scheme == "file" and not (written_whole and parts.path.startswith("/")):
+        if scheme == "file" and not parts.path.startswith("/"):
             raise SpiderArgumentError(
-                f"sitemap_urls: {url!r} is not a file URL of an absolute path, written with // (example: file:///home/me/sitemap.xml)"
+                f"sitemap_urls: {url!r} is not a file URL of an absolute path (example: file:///home/me/sitemap.xml)"
             )
+        written_whole = url[len(scheme) : len(scheme) + 3] == "://"
         if scheme != "file" and not (written_whole and parts.hostname):
             raise SpiderArgumentError(
                 f"sitemap_urls: {url!r} is not an http(s) URL with a host (example: https://www.example.org/sitemap.xml)"

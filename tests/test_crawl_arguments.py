@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
+from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage, parse_sitemap_urls
 from tests.support import Route, gzip_bytes, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import SiteFactory
@@ -234,6 +234,12 @@ def test_sitemap_urls_accept_file_urls(fixture_site: SiteFactory, crawl: CrawlRu
         (site.url("/p2"), pages_url),
         (site.url("/remote-page"), site.url("/remote.xml")),
     ]
+
+
+@pytest.mark.parametrize("url", ["file:///data/sitemap.xml", "file:/data/sitemap.xml", "FILE:///data/a%20b.xml"])
+def test_a_file_url_of_an_absolute_path_is_a_start_url(url: str) -> None:
+    # file:/data/... (RFC 8089, read by Scrapy's SitemapSpider) was refused for want of //
+    assert parse_sitemap_urls(url) == [url]
 
 
 def test_sitemap_urls_may_name_a_robots_txt(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
