@@ -190,6 +190,29 @@ def test_a_known_path_leading_to_another_known_path_or_its_sitemap_is_left_out()
     assert not driver.site.redirected(by_url[HOME + "a.xml"], HOME + "moved.xml")
 
 
+def test_a_known_path_left_out_for_another_is_read_when_that_ones_own_probe_fails() -> None:
+    # /sitemap_index.xml answered 503 to its own probe and 200 through /sitemap.xml's
+    # redirect: /sitemap.xml was left out for it, and the site's only sitemap was lost
+    driver = Driver(known_paths=["sitemap.xml", "sitemap_index.xml"], concurrency=10)
+    driver.site.start()
+    (robots,) = driver.sent
+    driver.finish(robots)
+    first, index = driver.sent[1:]
+    assert not driver.site.redirected(first, HOME + "sitemap_index.xml", [HOME + "sitemap.xml"])
+    driver.site.done(first)
+    driver.site.failed(index, "HTTP 503")
+    driver.site.done(index)
+    assert driver.sent[3:] == [first]  # sent again: its redirect is read this time
+    assert driver.site.redirected(first, HOME + "sitemap_index.xml", [HOME + "sitemap.xml"])
+    # a known path whose target's probe failed before its answer came is read at once
+    late = Driver(known_paths=["sitemap.xml", "sitemap_index.xml"], concurrency=10)
+    late.site.start()
+    late.finish(late.sent[0])
+    first, index = late.sent[1:]
+    late.site.failed(index, "HTTP 503")
+    assert late.site.redirected(first, HOME + "sitemap_index.xml", [HOME + "sitemap.xml"])
+
+
 def test_a_sitemap_listed_under_robots_but_not_fetched_is_not_probed_as_a_known_path() -> None:
     # an index child that deny matches (or older than -a since): not read as sitemap.xml either
     driver = Driver(rules=FollowRules(deny=[re.compile(r"sitemap\.xml")]), known_paths=["sitemap.xml", "s.xml"])

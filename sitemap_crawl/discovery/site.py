@@ -135,6 +135,11 @@ class SiteDiscovery:
         self._seen_under_robots: set[str] = set()
         # the URLs known paths were redirected to (the first known path read keeps each)
         self._reached_by_known: set[str] = set()
+        # the known paths whose own probe failed, and the known paths left out because they
+        # lead to one of them (read after all if its own probe fails: a 503 that a redirect's
+        # later fetch does not get)
+        self._failed_known: set[str] = set()
+        self._led_to_known: dict[str, list[Visit]] = {}
         self._in_flight: list[Visit] = []
         self._waiting: deque[Visit] = deque()
         # once per crawl: the sitemap URLs read (or being read), and those waiting
@@ -216,6 +221,12 @@ class SiteDiscovery:
                 )
             )
         self.settle(visit)
+        if visit.role == KNOWN:
+            self._failed_known.add(visit.url)
+            for led_here in self._led_to_known.pop(visit.url, ()):  # read through their redirect after all
+                logger.debug("Known path %s failed: %s, which leads to it, is read", visit.url, led_here.url)
+                self._waiting.append(led_here)
+            self._pump()
         if visit.role == KNOWN and is_left_out(visit.role, reason):
             logger.debug("Known path %s is not a sitemap: %s", visit.url, reason)
         elif visit.role == KNOWN:
@@ -260,14 +271,16 @@ class SiteDiscovery:
     def _known_path_reads(self, visit: Visit, reached: Sequence[str], final_url: str) -> bool:
         """Whether the known path ``visit``, redirected through ``reached`` to ``final_url``,
         is read: not when a URL it reaches was seen under robots.txt or is another known path
-        (probed on its own: it keeps the sitemap, whatever the order of the answers), nor when
+        (probed on its own: it keeps the sitemap, whatever the order of the answers; unless that
+        probe failed: then this one is read, now or, sent again, once it fails), nor when
         another known path was redirected to ``final_url`` before (the first one read keeps it)."""
         for url in reached:
             if url in self._seen_under_robots:
                 logger.debug("Known path %s leads to %s, already seen under robots.txt", visit.url, url)
                 return False
-            if url in self._known_set:
+            if url in self._known_set and url not in self._failed_known:
                 logger.debug("Known path %s leads to %s, another well-known path", visit.url, url)
+                self._led_to_known.setdefault(url, []).append(visit)
                 return False
         if final_url in self._reached_by_known:
             logger.debug("Known path %s leads to %s, reached by another well-known path", visit.url, final_url)
