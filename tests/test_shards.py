@@ -146,9 +146,9 @@ def test_a_helper_exits_1_only_for_an_end_the_run_did_not_ask_for(reason: object
     assert is_asked_for_end(reason) is asked_for
 
 
-def _slow_sites(fixture_site: SiteFactory) -> tuple[FixtureServer, list[str]]:
-    """Two sites in each share of two processes, each with two slow sitemaps of 3 pages;
-    the site and the host names, the helper's last."""
+def _slow_sites(fixture_site: SiteFactory, tmp_path: Path) -> tuple[FixtureServer, list[str], Path, Path]:
+    """Two sites in each share of two processes, each with two slow sitemaps of 3 pages: the
+    site, the host names (the helper's last), the homepages file and the tree file to give."""
     names = [f"s{n}.test" for n in range(40)]
     hosts = [name for name in names if Shard(0, 2).holds(name)][:2]
     hosts += [name for name in names if Shard(1, 2).holds(name)][:2]
@@ -158,7 +158,10 @@ def _slow_sites(fixture_site: SiteFactory) -> tuple[FixtureServer, list[str]]:
         routes[f"//{name}/robots.txt"] = robots(f"{base}/a.xml", f"{base}/b.xml")
         for part in ("a", "b"):
             routes[f"//{name}/{part}.xml"] = Route(urlset(*(f"{base}/{part}{i}" for i in range(3))), delay=SLOW_S)
-    return fixture_site(routes), hosts
+    site = fixture_site(routes)
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text("".join(f"http://{name}:{site.port}/\n" for name in hosts), encoding="utf-8")
+    return site, hosts, homepages, tmp_path / "trees.jsonl"
 
 
 def _requested_sitemaps(site: FixtureServer) -> set[str]:
@@ -195,10 +198,7 @@ def test_a_closespider_limit_passes_on_what_the_helpers_had_in_flight(
 ) -> None:
     # the helper's last pages reached the feed after it was closed ("write to closed file",
     # counted but not written) or never (sitemaps answered in full, missing from tree and feed)
-    site, hosts = _slow_sites(fixture_site)
-    homepages = tmp_path / "sites.txt"
-    homepages.write_text("".join(f"http://{name}:{site.port}/\n" for name in hosts), encoding="utf-8")
-    trees_path = tmp_path / "trees.jsonl"
+    site, _hosts, homepages, trees_path = _slow_sites(fixture_site, tmp_path)
     settings = {**STOP_SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(trees_path), "CLOSESPIDER_TIMEOUT": 1.5}
 
     result = crawl({"homepages_file": str(homepages)}, settings=settings).assert_ok()
@@ -212,10 +212,7 @@ def test_one_ctrl_c_in_a_terminal_is_one_graceful_stop_of_every_process(
 ) -> None:
     # the helper got the terminal's SIGINT and the main process's SIGTERM: "Received SIGTERM
     # twice, forcing unclean shutdown", and its sitemaps in flight were lost
-    site, hosts = _slow_sites(fixture_site)
-    homepages = tmp_path / "sites.txt"
-    homepages.write_text("".join(f"http://{name}:{site.port}/\n" for name in hosts), encoding="utf-8")
-    trees_path = tmp_path / "trees.jsonl"
+    site, hosts, homepages, trees_path = _slow_sites(fixture_site, tmp_path)
     running = crawl.start(
         {"homepages_file": str(homepages)}, settings={**STOP_SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(trees_path)}
     )
