@@ -7,7 +7,7 @@ import re
 import unicodedata
 from urllib.parse import SplitResult, urlsplit
 
-from sitemap_crawl.discovery.rules import known_path_urls
+from sitemap_crawl.discovery.rules import makes_known_path_url
 from sitemap_crawl.discovery.since import Since, SinceError, parse_since, parse_undated
 from sitemap_crawl.parsing.fields import DEFAULT_PORTS, usable_url
 
@@ -129,11 +129,7 @@ def parse_known_paths(value: object) -> list[str]:
     """``extra_known_paths``: paths that make an http(s) URL under a site."""
     paths = parse_list(value)
     for path in paths:
-        try:
-            url = known_path_urls("http://www.example.org/", [path])[0]
-        except ValueError:  # an unbalanced [ in a host
-            url = ""
-        if not usable_url(url) or urlsplit(url).scheme.lower() not in ("http", "https"):
+        if not makes_known_path_url(path):
             raise SpiderArgumentError(
                 f"extra_known_paths: {path!r} is not a path or an http(s) URL (example: maps/sitemap.xml)"
             )

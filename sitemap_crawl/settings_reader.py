@@ -13,7 +13,7 @@ from sitemap_crawl import default_settings
 from sitemap_crawl.arguments import SpiderArgumentError, parse_bool
 from sitemap_crawl.cpus import MAX_AUTO_PROCESSES, default_worker_count, usable_cpus
 from sitemap_crawl.default_settings import DEFAULT_KNOWN_PATHS
-from sitemap_crawl.discovery.rules import KNOWN_PATHS_MODES
+from sitemap_crawl.discovery.rules import KNOWN_PATHS_MODES, makes_known_path_url
 from sitemap_crawl.parsing import Limits
 from sitemap_crawl.sites.shard import Shard
 
@@ -54,6 +54,7 @@ def _finite_number(value: object) -> float | None:
 
 
 CHECKED_PROPERTIES = (
+    "known_paths",
     "known_paths_mode",
     "max_depth",
     "limits",
@@ -157,10 +158,16 @@ class SettingsReader:
 
     @property
     def known_paths(self) -> list[str]:
-        value = self._get("SITEMAP_CRAWL_KNOWN_PATHS")
+        """The well-known paths probed, in order; SettingError for one that makes no http(s) URL."""
+        name = "SITEMAP_CRAWL_KNOWN_PATHS"
+        value = self._get(name)
         if isinstance(value, str):
             value = value.split(",")
-        return [path.strip() for path in value if path.strip()]
+        paths = [path.strip() for path in value if path.strip()]
+        for path in paths:
+            if not makes_known_path_url(path):
+                raise SettingError(f"{name}: {path!r} is not a path or an http(s) URL (example: maps/sitemap.xml)")
+        return paths
 
     @property
     def batch_size(self) -> int:

@@ -54,6 +54,18 @@ def test_an_unknown_known_paths_mode_is_refused_by_check() -> None:
         SettingsReader(Settings({"SITEMAP_CRAWL_KNOWN_PATHS_MODE": "Sometimes"})).check()
 
 
+@pytest.mark.parametrize("value", ["sitemap.xml,http://[::1", ["sitemap.xml", "ftp://host/a.xml"], "http://h:99999/a"])
+def test_a_known_path_that_makes_no_url_is_refused_by_check(value: object) -> None:
+    # (it was a traceback at the start of the crawl, nothing mapped, exit 0)
+    with pytest.raises(SettingError, match=r"SITEMAP_CRAWL_KNOWN_PATHS: .* is not a path or an http"):
+        SettingsReader(Settings({"SITEMAP_CRAWL_KNOWN_PATHS": value})).check()
+    assert SettingsReader(Settings({"SITEMAP_CRAWL_KNOWN_PATHS": "maps/a.xml, /b.xml,https://h/c"})).known_paths == [
+        "maps/a.xml",
+        "/b.xml",
+        "https://h/c",
+    ]
+
+
 def test_the_defaults_and_the_edges_of_each_range_pass() -> None:
     SettingsReader(Settings()).check()
     config = SettingsReader(

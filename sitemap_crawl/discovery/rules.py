@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 from sitemap_crawl.kinds import ErrorReason
+from sitemap_crawl.parsing.fields import usable_url
 
 ROBOTS = "robots"
 """Role of a robots.txt URL: its ``Sitemap:`` lines are followed without follow/deny;
@@ -58,6 +59,16 @@ def known_path_urls(homepage: str, paths: Iterable[str]) -> list[str]:
         if url not in urls:
             urls.append(url)
     return urls
+
+
+def makes_known_path_url(path: str) -> bool:
+    """Whether a well-known path (``sitemap.xml``, ``/maps/a.xml``, or an absolute URL) makes an
+    http(s) URL under a site (not ``http://[::1``, ``ftp:...``, a port out of range)."""
+    try:
+        url = known_path_urls("http://www.example.org/", [path])[0]
+    except ValueError:  # an unbalanced [ in a host
+        return False
+    return usable_url(url) and urlsplit(url).scheme.lower() in ("http", "https")
 
 
 def is_robots_txt(url: str) -> bool:
