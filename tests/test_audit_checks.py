@@ -588,6 +588,19 @@ def test_a_page_listed_again_counts_once_in_the_lastmod_months() -> None:
     assert audit.months == {"2024-06": 2, "2024-07": 1}
 
 
+def test_only_lastmods_that_are_days_of_the_calendar_count_in_the_months() -> None:
+    # 2024-13-01, 2023-02-29 and 2024-04-31 are lastmod-format findings; they were counted
+    # in the histogram all the same (a month 13)
+    dates = ["2024-02-29", "2024-13-01", "2023-02-29", "2024-04-31", "2024-04-30"]
+    body = urlset(*(url(f"https://example.com/dir/{i}", f"<lastmod>{date}</lastmod>") for i, date in enumerate(dates)))
+    audit = SiteAudit(None, now=NOW)
+    assert [finding.rule for finding in audit.audit_sitemap(body, SITEMAP)] == ["lastmod-format"] * 3
+    assert audit.months == {"2024-02": 1, "2024-04": 1}
+    again = url("https://example.com/dir/4", "<lastmod>2024-04-31</lastmod>")  # a bad one listed again
+    list(audit.audit_sitemap(urlset(url("https://example.com/dir/4", "<lastmod>2024-04-30</lastmod>"), again), SITEMAP))
+    assert audit.months == {"2024-02": 1, "2024-04": 2}
+
+
 def test_a_local_sitemap_is_on_no_host() -> None:
     # -a sitemap_urls=file://...: a copy of a site's sitemaps, read from disk
     local = urlset(url("https://example.com/dir/a"), url("file:///data/part.xml"), url("part.xml"))

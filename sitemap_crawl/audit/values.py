@@ -101,15 +101,16 @@ class LastmodSummary:
         self.newest: tuple[str, datetime] | None = None
 
     def add(self, text: str, value: datetime | None, now: datetime) -> None:
-        """One lastmod (its value: None if it is no W3C Datetime) counts."""
-        if len(text) >= 7 and text[4] == "-":
+        """One lastmod (its value: None if it is no W3C Datetime, or no day of the calendar:
+        not counted) counts."""
+        if value is not None and len(text) >= 7 and text[4] == "-":
             self.months[text[:7]] += 1
             self.consider(text, value, now)
 
     def uncount(self, text: str) -> None:
         """Take back a lastmod counted by :meth:`add` or :func:`check_entries` (a page listed again)."""
         month = text[:7]
-        if len(text) >= 7 and text[4] == "-" and month in self.months:
+        if len(text) >= 7 and text[4] == "-" and month in self.months and parse_w3c(text) is not None:
             self.months[month] -= 1
             if self.months[month] <= 0:
                 del self.months[month]
