@@ -12,6 +12,7 @@ from typing import Any
 import lxml.html
 
 from sitemap_crawl.audit import rules
+from sitemap_crawl.audit.crawl_audit import CrawlAudit, ResponseFacts
 from tests.support import gzip_bytes, robots, sitemapindex, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import Route, SiteFactory
@@ -21,6 +22,22 @@ FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5, "SITEMAP_CRAWL_KNOWN_PATHS": "s
 
 def read_findings(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def test_a_sitemap_fetched_twice_is_audited_once(tmp_path: Path) -> None:
+    # listed by two indexes, it is read twice (twice in the tree): each fault was two
+    # findings, and its pages "duplicate-across-sitemaps" of themselves
+    path = tmp_path / "findings.jsonl"
+    audit = CrawlAudit(str(path), None, "*")
+    shared = "https://example.com/shared.xml"
+    body = urlset("https://example.com/a#part", "https://example.com/b").encode()
+    facts = ResponseFacts("https://example.com/", shared, "child", 200, shared, "application/xml")
+    assert audit.audit(facts, body) == Counter({"url-fragment": 1})
+    assert audit.audit(facts, body) == Counter()
+    other = facts._replace(url="https://example.com/other.xml", final_url="https://example.com/other.xml")
+    assert audit.audit(other, body) == Counter({"url-fragment": 1, "duplicate-across-sitemaps": 2})
+    audit.finish()
+    assert len(read_findings(path)) == 4
 
 
 def test_findings_file_stats_and_log(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:

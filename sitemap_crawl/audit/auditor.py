@@ -103,6 +103,9 @@ class SiteAudit:
         """Alternates (sitemap, page A, alternate B) whose back-link (B lists A) is not seen
         yet, by the hash of that back-link (``B\nA``)."""
         self._alternates_dropped = False
+        self.responses_audited: set[tuple[str, str]] = set()
+        """(URL asked for, URL answered from) of each response audited: a sitemap the site lists
+        twice is fetched twice (it is twice in the tree) and audited once."""
 
     def finding(self, rule: Rule, sitemap_url: str, url: str | None, detail: str) -> Finding:
         """A finding of this site (counted)."""

@@ -83,6 +83,9 @@ class CrawlAudit:
     def _findings(self, facts: ResponseFacts, body: Body) -> Iterator[Finding]:
         site, url, role, status, final_url, content_type, encoding = facts
         audit = self._site_audit(site)
+        if (url, final_url) in audit.responses_audited:
+            return  # a sitemap the site lists twice (two indexes): one fault is one finding
+        audit.responses_audited.add((url, final_url))
         if role == KNOWN and status < 400 and found_nothing(body, final_url):
             return  # a probe that found nothing (a "not found" page...): left out of the tree too
         if status >= 400:
