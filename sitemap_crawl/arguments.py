@@ -106,9 +106,10 @@ def _site_host(host: str, parts: SplitResult, scheme: str) -> str:
 
 def parse_sitemap_urls(value: object) -> list[str]:
     """Start sitemap URLs: http(s) with a host (``https://host/...``), or file with an absolute
-    path (``file:///...`` or ``file:/...``, RFC 8089; a relative one is no URL Scrapy requests)."""
-    urls = parse_list(value)
-    for url in urls:
+    path (``file:///...``, or ``file:/...`` (RFC 8089) written so; a relative one is no URL Scrapy
+    requests). Each as given, but ``file:/...`` as ``file:///...``: the form Scrapy answers from."""
+    urls = []
+    for url in parse_list(value):
         parts = urlsplit(url) if usable_url(url) else None
         scheme = parts.scheme.lower() if parts is not None else ""
         if parts is None or scheme not in ("http", "https", "file"):
@@ -122,6 +123,9 @@ def parse_sitemap_urls(value: object) -> list[str]:
             raise SpiderArgumentError(
                 f"sitemap_urls: {url!r} is not an http(s) URL with a host (example: https://www.example.org/sitemap.xml)"
             )
+        if scheme == "file" and not written_whole:
+            url = f"file://{url[len(scheme) + 1 :]}"  # (one sitemap read under two URLs otherwise)
+        urls.append(url)
     return urls
 
 
