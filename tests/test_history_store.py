@@ -109,15 +109,11 @@ def test_a_run_reads_the_history_as_it_found_it(tmp_path: Path) -> None:
 
 
 def test_children_of_earlier_files_are_read_as_urls(tmp_path: Path) -> None:
-    path = tmp_path / "h.sqlite"
-    created = HistoryStore(path)
-    created.open_now()
-    asyncio.run(created.close())
-    with sqlite3.connect(path) as db:
-        db.execute(
-            "INSERT INTO sitemaps (url, kind, page_count, children) VALUES (?, ?, ?, ?)",
-            ("http://x/s.xml", "xml_index", 0, '["http://x/a.xml"]'),
-        )
+    path = _history(
+        tmp_path / "h.sqlite",
+        "INSERT INTO sitemaps (url, kind, page_count, children)"
+        " VALUES ('http://x/s.xml', 'xml_index', 0, '[\"http://x/a.xml\"]')",
+    )
 
     async def scenario() -> None:
         store = HistoryStore(path)
@@ -161,12 +157,7 @@ def test_foreign_and_corrupt_files_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_newer_version_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "h.sqlite"
-    store = HistoryStore(path)
-    store.open_now()
-    asyncio.run(store.close())
-    with sqlite3.connect(path) as db:
-        db.execute("UPDATE meta SET value = '99' WHERE key = 'version'")
+    path = _history(tmp_path / "h.sqlite", "UPDATE meta SET value = '99' WHERE key = 'version'")
     again = HistoryStore(path)
     with pytest.raises(HistoryError, match="version 99"):
         again.open_now()
