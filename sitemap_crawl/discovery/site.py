@@ -222,16 +222,12 @@ class SiteDiscovery:
             )
         self.settle(visit)
         if visit.role == KNOWN:
-            self._failed_known.add(visit.url)
-            for led_here in self._led_to_known.pop(visit.url, ()):  # read through their redirect after all
-                logger.debug("Known path %s failed: %s, which leads to it, is read", visit.url, led_here.url)
-                self._waiting.append(led_here)
-            self._pump()
-        if visit.role == KNOWN and is_left_out(visit.role, reason):
-            logger.debug("Known path %s is not a sitemap: %s", visit.url, reason)
-        elif visit.role == KNOWN:
-            logger.warning("Well-known path %s is over the size cap: not read (%s)", visit.url, reason)
-            self.report(visit, NodeKind.INVALID, reason)
+            self._read_known_paths_led_to(visit.url)
+            if is_left_out(visit.role, reason):
+                logger.debug("Known path %s is not a sitemap: %s", visit.url, reason)
+            else:
+                logger.warning("Well-known path %s is over the size cap: not read (%s)", visit.url, reason)
+                self.report(visit, NodeKind.INVALID, reason)
         elif visit.role == ROBOTS and reason == ErrorReason.SIZE_LIMIT:
             logger.warning("robots.txt %s is over the size cap: its Sitemap: lines are not read", visit.url)
             self.report(visit, NodeKind.ROBOTS_TXT, reason)
@@ -267,6 +263,15 @@ class SiteDiscovery:
             self.report(visit, NodeKind.INVALID, LOOP)
             return False
         return True
+
+    def _read_known_paths_led_to(self, url: str) -> None:
+        """The known path ``url``'s own probe failed: the known paths left out because they lead
+        to it are read through their redirect after all (sent again)."""
+        self._failed_known.add(url)
+        for led_here in self._led_to_known.pop(url, ()):
+            logger.debug("Known path %s failed: %s, which leads to it, is read", url, led_here.url)
+            self._waiting.append(led_here)
+        self._pump()
 
     def _known_path_reads(self, visit: Visit, reached: Sequence[str], final_url: str) -> bool:
         """Whether the known path ``visit``, redirected through ``reached`` to ``final_url``,
