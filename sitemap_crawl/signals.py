@@ -20,9 +20,17 @@ writes what it staged for the site on True, and drops it on False.
 ``site_finished``, or at spider close for a site stopped early), with ``site`` and
 ``tree`` (the closed :class:`~sitemap_crawl.tree.SitemapTree`, no longer changed):
 the audit's report draws it, so the tree is built in one place.
+
+``sitemap_response``: sent by the ``sitemaps`` spider for each sitemap and robots.txt
+response it handles, once it knows what it does with it, with ``response``,
+``visit`` (the :class:`~sitemap_crawl.discovery.site.Visit` it answers) and ``left_out``
+(True: a redirect the discovery does not follow, whose body is not read: a loop, a URL
+already read, a well-known path that leads to a sitemap read under another URL). The audit
+listens to it, so that it audits what the crawl reads, as the tree shows it.
 """
 
 sitemap_node = object()
 site_finished = object()
 site_acknowledged = object()
 site_tree = object()
+sitemap_response = object()

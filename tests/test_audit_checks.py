@@ -311,6 +311,19 @@ def test_a_loc_that_is_no_url_is_a_finding_and_the_next_are_checked(body: bytes,
     ]
 
 
+def test_a_robots_sitemap_line_read_as_the_crawl_reads_it() -> None:
+    # the value is the whole line (a space in it included, escaped as the crawl requests it),
+    # a comment cut off; a space that must be escaped is an unescaped-url, as in an index
+    audit = SiteAudit(None, now=NOW)
+    robots = b"Sitemap: https://example.com/my sitemap.xml # the main one\nsitemap:\nhttps://example.com/bare.xml\n"
+    found = [(f.rule, f.url, f.detail) for f in audit.audit_robots(robots, "https://example.com/robots.txt")]
+    assert found == [
+        ("unescaped-url", "https://example.com/my sitemap.xml", "' ' at position 22"),
+        ("relative-sitemap-line", None, "Sitemap: '' is not an absolute URL"),
+    ]
+    assert audit.declared == {"https://example.com/my%20sitemap.xml", "https://example.com/bare.xml"}
+
+
 def test_a_robots_sitemap_line_that_is_no_url() -> None:
     audit = SiteAudit(None, now=NOW)
     robots = f"Sitemap: {BROKEN_HOST}\nSitemap: https://example.com/dir/sitemap.xml\n".encode()

@@ -137,6 +137,46 @@ def test_tree_nodes_carry_pages_findings_and_rule_ids() -> None:
     assert doc.xpath("//li[@data-kind='xml_index']/details/@open") == []
 
 
+def test_a_url_twice_in_the_tree_shows_its_findings_once() -> None:
+    # a redirect loop: old.xml redirects to index.xml, its ancestor (an invalid "loop" node),
+    # and index.xml lists itself; index.xml's findings stay on the index, once, not on the
+    # loop nodes, and are not moved to old.xml (whose redirect findings stay its own)
+    report = Report()
+    index = f"{SITE}index.xml"
+    for found in (
+        finding(index, "url-fragment", url=f"{SITE}p.xml#f"),
+        finding(f"{SITE}old.xml", "redirected", url=index),
+    ):
+        report.add_finding(found)
+    tree = node(
+        SITE,
+        "website",
+        0,
+        node(
+            index,
+            "xml_index",
+            0,
+            node(f"{SITE}old.xml", "invalid", error="loop"),
+            node(index, "invalid", error="loop"),
+        ),
+    )
+    report.add_tree(SITE, tree)
+    report.add_finding(finding(index, "nested-index", "error"))  # after the tree: the same node
+    items = parse(report).xpath(".//li[@class='node']")
+    shown = [
+        (facts(head)["kind"], facts(head)["rules"])
+        for item in items
+        for head in (item.xpath("./details/summary") or [item])
+    ]
+    assert shown == [
+        ("website", ""),
+        ("xml_index", "url-fragment nested-index"),
+        ("invalid", "redirected"),
+        ("invalid", ""),
+    ]
+    assert facts(heads(parse(report))[SITE])["below"] == "3 findings below"
+
+
 def test_hostile_urls_stay_text() -> None:
     hostile = "https://evil.test/<script>alert('x')</script>\"><b>bold</b>&amp;.xml"
     report = Report()

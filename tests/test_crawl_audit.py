@@ -113,6 +113,63 @@ def test_a_well_known_path_that_found_nothing_is_no_finding(
     assert read_findings(audit_file) == []
 
 
+def test_a_well_known_path_leading_to_another_is_audited_as_the_tree_shows_it(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # WordPress: /sitemap.xml redirects to /sitemap_index.xml, the other well-known path that
+    # the tree keeps. The index was audited under both (each fault twice, "known-path-only" and
+    # "redirected" for the probe the tree leaves out) and the report showed its findings on the
+    # website node, under the URL it was reached from
+    site = fixture_site(
+        {
+            "/robots.txt": robots(),
+            "/sitemap.xml": Route(redirect_to="{base}/sitemap_index.xml"),
+            "/sitemap_index.xml": sitemapindex("{base}/post-sitemap.xml#frag"),
+            "/post-sitemap.xml": urlset("{base}/hello/"),
+        }
+    )
+    audit_file, report_file = tmp_path / "findings.jsonl", tmp_path / "report.html"
+    settings = {
+        **FAST,
+        "SITEMAP_CRAWL_KNOWN_PATHS": "sitemap.xml,sitemap_index.xml",
+        "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file),
+        "SITEMAP_CRAWL_REPORT_FILE": str(report_file),
+    }
+    crawl({"homepage": site.base}, settings=settings).assert_ok()
+    index = site.url("/sitemap_index.xml")
+    assert sorted((f["rule"], f["sitemap_url"]) for f in read_findings(audit_file)) == [
+        ("known-path-only", index),
+        ("no-sitemap-in-robots", site.url("/robots.txt")),
+        ("url-fragment", index),
+    ]
+    doc = lxml.html.fromstring(report_file.read_text("utf-8"))
+    rules_on = {
+        head.xpath("string(./code[@class='url'])"): " ".join(head.xpath("./span[@class='rules']/code/text()"))
+        for head in doc.xpath("//li[@class='node']/details/summary | //li[@class='node'][not(details)]")
+    }
+    assert rules_on[index] == "known-path-only url-fragment"
+    assert rules_on[site.base + "/"] == ""
+
+
+def test_a_redirect_loop_is_audited_once(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    # sub.xml, listed by idx.xml, redirects back to idx.xml (a loop node): its body was idx.xml's,
+    # audited a second time under sub.xml
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/idx.xml"),
+            "/idx.xml": sitemapindex("{base}/sub.xml", "{base}/p.xml#f"),
+            "/sub.xml": Route(redirect_to="{base}/idx.xml"),
+            "/p.xml": urlset("{base}/w1"),
+        }
+    )
+    audit_file = tmp_path / "findings.jsonl"
+    crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file)}).assert_ok()
+    assert sorted((f["rule"], f["sitemap_url"], f["url"]) for f in read_findings(audit_file)) == [
+        ("redirected", site.url("/sub.xml"), site.url("/idx.xml")),
+        ("url-fragment", site.url("/idx.xml"), site.url("/p.xml#f")),
+    ]
+
+
 def test_many_sites_findings_carry_their_website(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
     routes: dict[str, Any] = {}
     for name in ("one.test", "two.test"):

@@ -59,6 +59,9 @@ class ResponseFacts(NamedTuple):
     content_type: str
     encoding: str = ""
     """The Content-Encoding the server sent (before the downloader decoded the body)."""
+    left_out: bool = False
+    """A redirect the crawl does not follow (a loop, a URL already read, a well-known path
+    that leads to a sitemap read under another URL): its body is not read, so not audited."""
 
 
 class CrawlAudit:
@@ -81,8 +84,10 @@ class CrawlAudit:
         return self._write_all(self._findings(facts, body))
 
     def _findings(self, facts: ResponseFacts, body: Body) -> Iterator[Finding]:
-        site, url, role, status, final_url, content_type, encoding = facts
+        site, url, role, status, final_url, content_type, encoding, left_out = facts
         audit = self._site_audit(site)
+        if left_out and role == KNOWN:
+            return  # a probe the tree leaves out (it may be read later, should the other probe fail)
         if (url, final_url) in audit.responses_audited:
             return  # a sitemap the site lists twice (two indexes): one fault is one finding
         audit.responses_audited.add((url, final_url))
@@ -90,6 +95,8 @@ class CrawlAudit:
             return  # a probe that found nothing (a "not found" page...): left out of the tree too
         if status >= 400:
             yield from audit.audit_fetch(url, final_url, status, known_path=role == KNOWN)
+        elif left_out:  # the fetch says something (it redirects), its body is not read
+            yield from audit.audit_fetch(url, final_url, status, content_type)
         elif role == ROBOTS:
             yield from audit.audit_robots(body_bytes(body), url, self.user_agent)
         else:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from protego import Protego  # the robots.txt parser Scrapy ships (pure Python, no Scrapy)
 
 from sitemap_crawl.audit import rules
-from sitemap_crawl.audit.location import url_host_and_port
+from sitemap_crawl.audit.location import unescaped_detail, url_host_and_port
 from sitemap_crawl.audit.rules import Rule
 from sitemap_crawl.parsing.hashset import HashSet, url_hash
-from sitemap_crawl.parsing.robots import decode_robots
+from sitemap_crawl.parsing.robots import declared_sitemap_url, decode_robots, iter_sitemap_values, robots_lines
 
 DECLARATION_LIMIT = 1_000_000
 """(host, sitemap) pairs, and hosts, remembered for cross-submission (16 to 32 bytes each)."""
@@ -24,7 +24,6 @@ _USER_AGENT_LINE = re.compile(r"[\s\ufeff]*user[-\s]?agent\s*:?(.*)", re.IGNOREC
 _LITERAL = re.compile(r"[^*$%\x00-\x20\x7f-\U0010ffff]*")
 """The part of a pattern matched as written (before a wildcard, an anchor, an escape or a
 character Protego would escape)."""
-_SITEMAP_LINE = re.compile(r"^[\s\ufeff]*site-?maps?\s*:[\s\xa0\u200b\ufeffÂ]*(\S*)", re.IGNORECASE)
 
 
 def check_robots(
@@ -35,22 +34,20 @@ def check_robots(
     The sitemap URLs it declares (made absolute against ``robots_url``) are added to ``declared``.
     """
     count = 0
-    for line in decode_robots(body).splitlines():
-        match = _SITEMAP_LINE.match(line)
-        if match is None:
-            continue
+    for value in iter_sitemap_values(robots_lines(decode_robots(body))):  # the lines the crawl reads
         count += 1
-        value = match.group(1)
         try:
             parts = urlsplit(value)
-            absolute = urljoin(robots_url, value)
+            url = declared_sitemap_url(value, robots_url) if value else None
         except ValueError as exc:  # an unbalanced [ or ] in the host: no URL at all
             yield rules.RELATIVE_SITEMAP_LINE, value, f"Sitemap: {value[:200]!r} is not a URL ({exc})"
             continue
-        if declared is not None and value:
-            declared.add(absolute)
+        if declared is not None and url is not None:
+            declared.add(url)  # as the crawl requests it (a space escaped: %20)
         if not parts.scheme or not parts.netloc:
             yield rules.RELATIVE_SITEMAP_LINE, value or None, f"Sitemap: {value[:200]!r} is not an absolute URL"
+        elif (unescaped := unescaped_detail(value)) is not None:
+            yield rules.UNESCAPED_URL, value, unescaped
     if count == 0:
         yield rules.NO_SITEMAP_IN_ROBOTS, None, "no Sitemap: line"
 

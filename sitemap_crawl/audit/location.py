@@ -22,6 +22,13 @@ def _needs_escaping(joined: str) -> bool:
     return not joined.isascii() or bool(joined.encode("ascii").translate(None, _FREE_TO_WRITE))
 
 
+def unescaped_detail(url: str) -> str | None:
+    """The detail of an ``unescaped-url`` finding (the first character of ``url`` that must be
+    percent-escaped, and where), or None when there is none."""
+    bad = _MUST_ESCAPE.search(url)
+    return None if bad is None else f"{bad.group()!r} at position {bad.start()}"
+
+
 def host_and_port(parts: SplitResult) -> str:
     """The host a split URL names, as the audit compares hosts: its name in lower case, and
     its port when one is written that is not the scheme's default (``example.com:8080``: another
@@ -98,9 +105,9 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
         return
     if parts.fragment or url.endswith("#"):
         yield rules.URL_FRAGMENT, f"fragment #{parts.fragment[:100]}"
-    bad = _MUST_ESCAPE.search(url)
-    if bad:
-        yield rules.UNESCAPED_URL, f"{bad.group()!r} at position {bad.start()}"
+    unescaped = unescaped_detail(url)
+    if unescaped is not None:
+        yield rules.UNESCAPED_URL, unescaped
     if place.local:
         return
     if scheme == "file":

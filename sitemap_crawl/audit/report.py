@@ -25,6 +25,7 @@ from sitemap_crawl.audit.report_tree import (
     NodeSummary,
     render_tree,
     summarize_tree,
+    tree_urls,
 )
 from sitemap_crawl.audit.rules import REDIRECTED, RULES_BY_ID, SEVERITIES, SEVERITY_OF
 from sitemap_crawl.tree import TreeNode
@@ -123,6 +124,9 @@ class Report:
     def add_tree(self, website: str, root: TreeNode) -> None:
         """Fold a finished site's tree (and the findings counted so far) into its summary."""
         summary = self.site(website)
+        if summary.redirects:  # a redirect's target with a node of its own keeps its findings
+            in_tree = tree_urls(root)
+            summary.redirects = {final: asked for final, asked in summary.redirects.items() if final not in in_tree}
         findings: dict[str, Counter[str]] = {}
         for url, by_rule in summary.pending.items():
             findings.setdefault(summary.redirects.get(url, url), Counter()).update(by_rule)

@@ -111,10 +111,30 @@ def summarize_tree(
     return top, by_url
 
 
-def _summary(node: TreeNode, findings: Mapping[str, Counter[str]], matched: set[str]) -> NodeSummary:
+def tree_urls(root: TreeNode) -> set[str]:
+    """The URL of every node of a tree."""
+    urls: set[str] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        urls.add(node.url)
+        stack.extend(node.children.values())
+    return urls
+
+
+def _own_findings(node: TreeNode, findings: Mapping[str, Counter[str]], matched: set[str]) -> Counter[str] | None:
+    """The findings of a node's URL; only for the first node of that URL met (a sitemap two
+    indexes list, or a loop's node under the sitemap it leads back to, is audited once)."""
+    if node.url in matched:
+        return None
     own = findings.get(node.url)
     if own is not None:
         matched.add(node.url)
+    return own
+
+
+def _summary(node: TreeNode, findings: Mapping[str, Counter[str]], matched: set[str]) -> NodeSummary:
+    own = _own_findings(node, findings, matched)
     return NodeSummary(node.url, node.kind, node.error, node.page_count, Counter(own) if own else Counter())
 
 
@@ -125,9 +145,8 @@ def _hide(node: TreeNode, findings: Mapping[str, Counter[str]], matched: set[str
         hidden = stack.pop()
         more.nodes += 1
         more.pages += hidden.page_count
-        own = findings.get(hidden.url)
+        own = _own_findings(hidden, findings, matched)
         if own is not None:
-            matched.add(hidden.url)
             more.findings.update(own)
         stack.extend(hidden.children.values())
 

@@ -1,12 +1,13 @@
 """The audit extension: runs sitemap_crawl.audit on every sitemap and robots.txt the crawl reads.
 
 Enabled by ``SITEMAP_CRAWL_AUDIT_FILE`` or ``SITEMAP_CRAWL_REPORT_FILE`` (else
-NotConfigured: no signal handler, no process, no cost). Each response's body goes, in
-the order received, to one audit process (:mod:`sitemap_crawl.audit.process`, started
-on the first body) that runs the checks and writes the findings as it finds them; the
-reactor only counts them in the stats. A thread writes the bodies to the process's pipe,
-another reads its answers. At most ``SITEMAP_CRAWL_AUDIT_BACKLOG`` bytes of bodies are
-with the audit at once (:mod:`sitemap_crawl.audit.backlog`): past that, the engine is
+NotConfigured: no signal handler, no process, no cost). Each response the ``sitemaps``
+spider handles (its ``sitemap_response`` signal: what it reads, as the tree shows it) goes
+with its body, in that order, to one audit process (:mod:`sitemap_crawl.audit.process`,
+started on the first body) that runs the checks and writes the findings as it finds them;
+the reactor only counts them in the stats. A thread writes the bodies to the process's
+pipe, another reads its answers. At most ``SITEMAP_CRAWL_AUDIT_BACKLOG`` bytes of bodies
+are with the audit at once (:mod:`sitemap_crawl.audit.backlog`): past that, the engine is
 paused until the audit catches up. No body is dropped.
 """
 
@@ -36,7 +37,7 @@ from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.parsing.worker_protocol import encode_frame, read_frame
 from sitemap_crawl.processes import child_process_env
 from sitemap_crawl.settings_reader import SettingsReader
-from sitemap_crawl.signals import site_finished, site_tree
+from sitemap_crawl.signals import site_finished, site_tree, sitemap_response
 from sitemap_crawl.tree import SitemapTree
 
 logger = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ class SitemapAuditExtension:
         self._finished: asyncio.Future[None] | None = None
         """Set at spider close; done once every job, FINISH the last, is answered or let go."""
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
-        crawler.signals.connect(self._response, signal=signals.response_received)
+        crawler.signals.connect(self._response, signal=sitemap_response)
         crawler.signals.connect(self._site_finished, signal=site_finished)
         if report_path:
             crawler.signals.connect(self._site_tree, signal=site_tree)
@@ -88,13 +89,15 @@ class SitemapAuditExtension:
         if encoding in ("gzip", "x-gzip") and response.body and not response.body.startswith(GZIP_MAGIC):
             self.call("undecodable", visit.site, response.url, encoding)  # the download will fail
 
-    def _response(self, response: Response, request: Request, spider: Any) -> None:
-        visit = request.meta.get(META_KEY)
-        if not isinstance(visit, Visit) or response.status == HTTPStatus.NOT_MODIFIED:
+    def _response(self, response: Response, visit: Visit, left_out: bool, **_kwargs: Any) -> None:
+        """A response the spider handled (``left_out``: a redirect it does not follow)."""
+        if response.status == HTTPStatus.NOT_MODIFIED:
             return  # (a 304 has no body to audit: its empty one was an empty-sitemap)
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
-        encoding = str(request.meta.get(AUDIT_ENCODING_META_KEY, ""))
-        facts = ResponseFacts(visit.site, visit.url, visit.role, response.status, response.url, content_type, encoding)
+        encoding = str(response.meta.get(AUDIT_ENCODING_META_KEY, ""))
+        facts = ResponseFacts(
+            visit.site, visit.url, visit.role, response.status, response.url, content_type, encoding, left_out
+        )
         body = response.body
         self.backlog.add((RESPONSE, facts, body), len(body))
 

@@ -158,13 +158,31 @@ def sitemap_urls_from_robots(text: str, robots_url: str) -> list[str]:
     gets the scheme of robots.txt. An empty directive takes the bare URL lines
     right after it. A value with a byte that is not text (invalid UTF-8) is skipped.
     """
-    return list(iter_sitemap_urls(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), robots_url))
+    return list(iter_sitemap_urls(robots_lines(text), robots_url))
+
+
+def robots_lines(text: str) -> list[str]:
+    """The lines of a robots.txt text (CR, LF or CRLF line breaks)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def iter_sitemap_urls(lines: Iterable[str | None], robots_url: str) -> Iterator[str]:
     """The sitemap URLs declared by robots.txt lines (see :func:`sitemap_urls_from_robots`),
     one at a time, without duplicates; a ``None`` line (too long to read) is skipped."""
     seen: set[str] = set()
+    for value in iter_sitemap_values(lines):
+        if not value or _UNDECODABLE.search(value):
+            continue  # no sitemap URL, or one with a byte that is not text: no server has that URL
+        url = declared_sitemap_url(value, robots_url)
+        if url is not None and url not in seen:
+            seen.add(url)
+            yield url
+
+
+def iter_sitemap_values(lines: Iterable[str | None]) -> Iterator[str]:
+    """The value of each sitemap directive of robots.txt lines, as written (its comment and
+    the spaces around it removed; "" for an empty one), and each bare URL line right after
+    an empty directive; a ``None`` line (too long to read) is skipped."""
     taking_bare_urls = False
     for raw_line in lines:
         if raw_line is None:
@@ -180,16 +198,12 @@ def iter_sitemap_urls(lines: Iterable[str | None], robots_url: str) -> Iterator[
             if not (taking_bare_urls and _BARE_URL.match(value)):
                 taking_bare_urls = False
                 continue
-        if not value or _UNDECODABLE.search(value):
-            continue  # no sitemap URL, or one with a byte that is not text: no server has that URL
-        url = _absolute(value, robots_url)
-        if url is not None and url not in seen:
-            seen.add(url)
-            yield url
+        yield value
 
 
-def _absolute(value: str, robots_url: str) -> str | None:
-    """The sitemap URL a Sitemap: value names, or None (not http(s), or no usable URL)."""
+def declared_sitemap_url(value: str, robots_url: str) -> str | None:
+    """The sitemap URL a Sitemap: value names (the URL the crawl requests), or None (not
+    http(s), or no usable URL)."""
     if "://" in value and not value.lower().startswith(("http://", "https://")):
         return None
     if _names_a_host(value, robots_url):

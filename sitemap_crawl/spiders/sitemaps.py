@@ -63,7 +63,7 @@ from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
 from sitemap_crawl.queue.config import parse_queue_url
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, page_batch
-from sitemap_crawl.signals import site_finished, sitemap_node
+from sitemap_crawl.signals import site_finished, sitemap_node, sitemap_response
 from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 from sitemap_crawl.sites.backlog import SendValve
 from sitemap_crawl.spiders.batch_window import BatchTracker, BatchWindow
@@ -717,18 +717,25 @@ class SitemapsSpider(Spider):
             async for output in self._site_end_rows(visit.site):
                 yield output
 
+    def _handled(self, response: Response, visit: Visit, left_out: bool = False) -> None:
+        """Tell the audit what the crawl does with a response (the sitemap_response signal)."""
+        self.crawler.signals.send_catch_log(sitemap_response, response=response, visit=visit, left_out=left_out)
+
     async def _read_response(self, response: Response) -> AsyncIterator[Any]:
         visit: Visit = response.meta[META_KEY]
         discovery = self.sites[visit.site]
         if self.download_counts is not None:
             self.download_counts.response(response.status)
         if response.status in ERROR_STATUSES:
+            self._handled(response, visit)
             discovery.failed(visit, http_error(response.status))
             return
         final_url = response.url
         hops = response.meta.get("redirect_urls", ())
         if final_url != visit.url and not discovery.redirected(visit, final_url, hops):
+            self._handled(response, visit, left_out=True)
             return
+        self._handled(response, visit)
         changes: SitemapChanges | None = None
         if self.history is not None:
             state = self.history.unchanged(visit.url, response)
