@@ -311,6 +311,21 @@ def test_a_loc_that_is_no_url_is_a_finding_and_the_next_are_checked(body: bytes,
     ]
 
 
+def test_an_index_child_is_matched_by_the_url_the_crawl_fetches() -> None:
+    # a space in the child's <loc>: the crawl fetches news%20index.xml; the index's checks on
+    # the child (nested-index, index-lastmod-older) looked for "news index.xml"
+    audit = SiteAudit(None, now=NOW)
+    lastmod = "<lastmod>2024-01-01</lastmod>"
+    parent = index("https://example.com/news index.xml", "https://example.com/spaced urlset.xml", lastmod=lastmod)
+    assert [f.rule for f in audit.audit_sitemap(parent, "https://example.com/idx.xml")] == ["unescaped-url"] * 2
+    child_index = index("https://example.com/leaf.xml")
+    found = [(f.rule, f.url) for f in audit.audit_sitemap(child_index, "https://example.com/news%20index.xml")]
+    assert found == [("nested-index", "https://example.com/news%20index.xml")]
+    pages = urlset(url("https://example.com/p", "<lastmod>2024-06-01</lastmod>"))
+    found = [(f.rule, f.url) for f in audit.audit_sitemap(pages, "https://example.com/spaced%20urlset.xml")]
+    assert found == [("index-lastmod-older", "https://example.com/spaced%20urlset.xml")]
+
+
 def test_a_robots_sitemap_line_read_as_the_crawl_reads_it() -> None:
     # the value is the whole line (a space in it included, escaped as the crawl requests it),
     # a comment cut off; a space that must be escaped is an unescaped-url, as in an index

@@ -170,6 +170,46 @@ def test_a_redirect_loop_is_audited_once(fixture_site: SiteFactory, crawl: Crawl
     ]
 
 
+def test_a_sitemap_reached_again_by_a_redirect_is_audited_once(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # old.xml redirects to sitemap.xml, which robots.txt also declares: one document, read
+    # under two URLs; each fault was two findings and its page a duplicate of itself. And thé.xml,
+    # requested escaped (th%C3%A9.xml) and answered at once, was "redirected"
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/sitemap.xml", "{base}/old.xml", "{base}/th\u00e9.xml"),
+            "/sitemap.xml": urlset("{base}/page#top"),
+            "/old.xml": Route(redirect_to="{base}/sitemap.xml"),
+            "/th%C3%A9.xml": urlset("{base}/b"),
+        }
+    )
+    audit_file = tmp_path / "findings.jsonl"
+    crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file)}).assert_ok()
+    assert sorted((f["rule"], f["sitemap_url"], f["url"]) for f in read_findings(audit_file)) == [
+        ("redirected", site.url("/old.xml"), site.url("/sitemap.xml")),
+        ("unescaped-url", site.url("/robots.txt"), site.url("/th\u00e9.xml")),
+        ("url-fragment", site.url("/sitemap.xml"), site.url("/page#top")),
+    ]
+
+
+def test_a_well_known_path_that_cannot_be_decoded_is_no_finding(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # Content-Encoding: gzip over a "not found" page: the probe fails, the tree leaves it out
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/declared.xml"),
+            "/declared.xml": urlset("{base}/a"),
+            "/sitemap.xml": Route("<html>Not found</html>", status=404, headers={"Content-Encoding": "gzip"}),
+        }
+    )
+    audit_file = tmp_path / "findings.jsonl"
+    crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file)}).assert_ok()
+    assert site.hits("/sitemap.xml") == 1
+    assert read_findings(audit_file) == []
+
+
 def test_many_sites_findings_carry_their_website(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
     routes: dict[str, Any] = {}
     for name in ("one.test", "two.test"):

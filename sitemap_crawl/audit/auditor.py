@@ -30,7 +30,7 @@ from sitemap_crawl.audit.scan import (
     text_lines,
 )
 from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_lastmod, lastmod_period_end, parse_w3c
-from sitemap_crawl.parsing.fields import without_fragment
+from sitemap_crawl.parsing.fields import child_sitemap_url
 from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body
 
@@ -58,10 +58,10 @@ _NEWS_DATES = attrgetter("news_dates")
 
 
 def _child_url(index_url: str, loc: str) -> str | None:
-    """An index's <loc> made absolute and without its fragment (the URL the crawl asks for), or
-    None when it is no URL (its location finding says so)."""
+    """The URL the crawl fetches for an index's <loc> (made absolute and escaped as the crawl
+    does, without its fragment), or None when it names none (its location finding says why)."""
     try:
-        return without_fragment(urljoin(index_url, loc))
+        return child_sitemap_url(loc, index_url)
     except ValueError:
         return None
 
@@ -106,6 +106,9 @@ class SiteAudit:
         self.responses_audited: set[tuple[str, str]] = set()
         """(URL asked for, URL answered from) of each response audited: a sitemap the site lists
         twice is fetched twice (it is twice in the tree) and audited once."""
+        self.bodies_audited: set[str] = set()
+        """The URLs whose body was audited: a sitemap reached again under another URL (one that
+        redirects to it) is one document, audited once (its redirect is still a finding)."""
 
     def finding(self, rule: Rule, sitemap_url: str, url: str | None, detail: str) -> Finding:
         """A finding of this site (counted)."""

@@ -95,15 +95,17 @@ class CrawlAudit:
             return  # a probe that found nothing (a "not found" page...): left out of the tree too
         if status >= 400:
             yield from audit.audit_fetch(url, final_url, status, known_path=role == KNOWN)
-        elif left_out:  # the fetch says something (it redirects), its body is not read
-            yield from audit.audit_fetch(url, final_url, status, content_type)
-        elif role == ROBOTS:
+            return
+        if role == ROBOTS:
             yield from audit.audit_robots(body_bytes(body), url, self.user_agent)
-        else:
-            yield from audit.audit_fetch(url, final_url, status, content_type, known_path=role == KNOWN)
-            head = body_head(body, 16)  # all it reads is whether the body starts as gzip
-            yield from audit.audit_served(head, final_url, content_type, encoding)
-            yield from audit.audit_sitemap(body, final_url, requested_url=url)
+            return
+        yield from audit.audit_fetch(url, final_url, status, content_type, known_path=role == KNOWN)
+        if left_out or final_url in audit.bodies_audited:
+            return  # not read (a redirect not followed), or a sitemap already audited, reached again by a redirect
+        audit.bodies_audited.add(final_url)
+        head = body_head(body, 16)  # all it reads is whether the body starts as gzip
+        yield from audit.audit_served(head, final_url, content_type, encoding)
+        yield from audit.audit_sitemap(body, final_url, requested_url=url)
 
     def undecodable(self, site: str, url: str, encoding: str) -> Counter[str]:
         """A body the HTTP client cannot decode (its Content-Encoding is not what it holds)."""

@@ -99,7 +99,8 @@ class Report:
                 continue
             summary = self.site(finding.website or "")
             if finding.rule == REDIRECTED.id and finding.url:
-                summary.redirects[finding.url] = finding.sitemap_url
+                # (the first URL that led to it: the one whose response had its body audited)
+                summary.redirects.setdefault(finding.url, finding.sitemap_url)
             examples = summary.examples.setdefault(finding.rule, [])
             if len(examples) < EXAMPLES_PER_RULE:
                 examples.append(finding)

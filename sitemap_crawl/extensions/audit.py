@@ -31,6 +31,7 @@ from scrapy.http import Response
 from sitemap_crawl.audit.backlog import AuditBacklog
 from sitemap_crawl.audit.crawl_audit import ResponseFacts
 from sitemap_crawl.audit.process import AUDIT_MODULE, CALL, DONE, FINISH, OPEN, RESPONSE
+from sitemap_crawl.discovery.rules import KNOWN
 from sitemap_crawl.discovery.site import Visit
 from sitemap_crawl.names import AUDIT_ENCODING_META_KEY, AUDIT_PAUSED_STAT, AUDIT_STAT, META_KEY
 from sitemap_crawl.parsing.stream import GZIP_MAGIC
@@ -86,7 +87,8 @@ class SitemapAuditExtension:
             return
         encoding = (response.headers.get(b"Content-Encoding") or b"").decode("latin-1").strip().lower()
         request.meta[AUDIT_ENCODING_META_KEY] = encoding
-        if encoding in ("gzip", "x-gzip") and response.body and not response.body.startswith(GZIP_MAGIC):
+        undecodable = encoding in ("gzip", "x-gzip") and response.body and not response.body.startswith(GZIP_MAGIC)
+        if undecodable and visit.role != KNOWN:  # (a well-known path that fails: a probe the tree leaves out)
             self.call("undecodable", visit.site, response.url, encoding)  # the download will fail
 
     def _response(self, response: Response, visit: Visit, left_out: bool, **_kwargs: Any) -> None:
@@ -95,8 +97,11 @@ class SitemapAuditExtension:
             return  # (a 304 has no body to audit: its empty one was an empty-sitemap)
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
         encoding = str(response.meta.get(AUDIT_ENCODING_META_KEY, ""))
+        # answered from another URL only after a redirect (Scrapy escapes a URL it requests:
+        # thé.xml is asked as th%C3%A9.xml, which is no redirect)
+        final_url = response.url if response.meta.get("redirect_urls") else visit.url
         facts = ResponseFacts(
-            visit.site, visit.url, visit.role, response.status, response.url, content_type, encoding, left_out
+            visit.site, visit.url, visit.role, response.status, final_url, content_type, encoding, left_out
         )
         body = response.body
         self.backlog.add((RESPONSE, facts, body), len(body))

@@ -202,6 +202,14 @@ def local_child_url(text: str | None, index_url: str) -> str | None:
     return url if file_path.startswith(folder.rstrip("/") + "/") else None
 
 
+def child_sitemap_url(text: str | None, index_url: str) -> str | None:
+    """The URL the crawl fetches for a sub-sitemap an index at ``index_url`` lists as ``text``:
+    :func:`resolve_url` (or, from a local index, :func:`local_child_url`) without its
+    fragment; None when it names none."""
+    url = resolve_url(text, index_url) or local_child_url(text, index_url)
+    return None if url is None else without_fragment(url)
+
+
 def without_fragment(url: str) -> str:
     """``url`` without its ``#fragment``: what a request for it asks (for sitemap URLs, so that
     ``s.xml`` and ``s.xml#top`` are one sitemap, fetched once)."""

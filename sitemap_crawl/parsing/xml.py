@@ -22,8 +22,8 @@ from lxml import etree
 from sitemap_crawl.items import Alternate, Image, NewsStory, SitemapPage, SitemapRef, Video
 from sitemap_crawl.kinds import ErrorReason, NodeKind, with_detail
 from sitemap_crawl.parsing.fields import (
+    child_sitemap_url,
     clean_text,
-    local_child_url,
     normalize_change_frequency,
     normalize_date,
     normalize_priority,
@@ -31,7 +31,6 @@ from sitemap_crawl.parsing.fields import (
     parse_yes_no,
     resolve_url,
     split_list,
-    without_fragment,
 )
 from sitemap_crawl.parsing.stream import UTF16_STARTS, UTF32_BOMS, UTF32_STARTS, StreamError
 
@@ -798,11 +797,11 @@ def extract_sitemap_entry(element: Element, sitemap_url: str) -> tuple[str, str,
     location. :func:`finish_ref` makes the reference; ``read_sitemap_entry`` does both."""
     texts = _texts(element)
     loc = texts["loc"] if "loc" in texts else _bare_text(element)
-    url = resolve_url(loc, sitemap_url) or local_child_url(loc, sitemap_url)
+    url = child_sitemap_url(loc, sitemap_url)
     if url is None:
         return None
     lastmod = (texts["lastmod"] or "") if "lastmod" in texts else None
-    return (RAW_REF, without_fragment(url), lastmod)
+    return (RAW_REF, url, lastmod)
 
 
 def finish_ref(raw: tuple[Any, ...]) -> SitemapRef:
