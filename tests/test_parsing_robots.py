@@ -164,6 +164,12 @@ def test_a_scheme_less_value_naming_robots_txts_own_host_is_that_host(robots_url
     assert sitemaps(f"Sitemap: {value}\n".encode(), robots_url) == [url]
 
 
+def test_a_url_written_raw_and_percent_encoded_is_one_sitemap() -> None:
+    # Scrapy requests café.xml as caf%C3%A9.xml: the second line named the same sitemap
+    body = "Sitemap: https://www.example.org/caf\u00e9.xml\nSitemap: https://www.example.org/caf%C3%A9.xml\n".encode()
+    assert sitemaps(body) == ["https://www.example.org/caf\u00e9.xml"]
+
+
 def test_duplicates_are_ignored_and_file_order_is_kept() -> None:
     body = (
         b"Sitemap: https://www.example.org/b.xml\n"

@@ -519,6 +519,20 @@ def test_first_declaration_of_a_page_is_kept_in_document_order() -> None:
     assert result[0].priority == 0.1
 
 
+def test_a_page_written_raw_and_percent_encoded_is_one_page() -> None:
+    # one URL for Scrapy (it requests both as p%C3%A9): the first spelling is kept
+    body = urlset(
+        "<url><loc>https://www.example.org/p\u00e9</loc></url>"
+        "<url><loc>https://www.example.org/p%C3%A9</loc></url>"
+        "<url><loc>https://www.example.org/q%C3%A9?x=\u00e9</loc></url>"
+        "<url><loc>https://www.example.org/q\u00e9?x=%C3%A9</loc></url>"
+    )
+    assert [page.url for page in pages(body)] == [
+        "https://www.example.org/p\u00e9",
+        "https://www.example.org/q%C3%A9?x=\u00e9",
+    ]
+
+
 def test_repeats_are_dropped_after_the_dedup_table_has_grown_many_times() -> None:
     # the dedup starts with 16 slots and doubles: repeats far apart, before and after growth
     first = [f"https://www.example.org/p/{n}" for n in range(5_000)]

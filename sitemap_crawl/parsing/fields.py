@@ -8,7 +8,7 @@ import posixpath
 import re
 from datetime import UTC, date, datetime
 from functools import lru_cache
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit
 
 CHANGE_FREQUENCIES = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 DEFAULT_PRIORITY = 0.5
@@ -200,6 +200,18 @@ def local_child_url(text: str | None, index_url: str) -> str | None:
     folder = os.path.realpath(posixpath.dirname(unquote(urlsplit(index_url).path)))
     file_path = os.path.realpath(unquote(path))  # (symbolic links followed: one may point outside)
     return url if file_path.startswith(folder.rstrip("/") + "/") else None
+
+
+_BEYOND_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def same_url_key(url: str) -> str:
+    """What two spellings of one URL share, for deduplication: ``url`` with its characters
+    beyond ASCII percent-encoded as UTF-8 (``café.xml`` and ``caf%C3%A9.xml`` are one URL:
+    Scrapy requests both as the second). The URL kept is the first spelling met."""
+    if url.isascii():
+        return url
+    return _BEYOND_ASCII.sub(lambda match: quote(match.group(), safe="", errors="surrogatepass"), url)
 
 
 def child_sitemap_url(text: str | None, index_url: str) -> str | None:

@@ -10,6 +10,7 @@ from sitemap_crawl.default_settings import SITEMAP_CRAWL_MAX_INDEX_CHILDREN, SIT
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.kinds import ErrorReason, NodeKind, with_detail
 from sitemap_crawl.parsing import robots, text
+from sitemap_crawl.parsing.fields import same_url_key
 from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.stream import Body, BodyFormat, StreamError, decoded_stream, leading_text
 from sitemap_crawl.parsing.xml import (
@@ -169,7 +170,8 @@ class SitemapReader:
         seen = HashSet(initial_slots=16)  # hashes, not strings: see parsing/hashset.py
         is_index = self.kind in (ROBOTS_TXT, XML_INDEX)
         for entry in entries:
-            if seen.add(url_hash(entry[1] if type(entry) is tuple else entry.url)):
+            url = entry[1] if type(entry) is tuple else entry.url
+            if seen.add(url_hash(url if url.isascii() else same_url_key(url))):  # (isascii: the hot path)
                 continue
             if is_index and self.entry_count >= self.limits.max_index_children:
                 self.error = SIZE_LIMIT

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Iterator
 from urllib.parse import urlsplit
 
-from sitemap_crawl.parsing.fields import resolve_url
+from sitemap_crawl.parsing.fields import resolve_url, same_url_key
 
 _DIRECTIVE = re.compile(r"^[\s\ufeff]*(?:ï»¿)?[\s\ufeff]*site-?maps?\s*:(.*)$", re.IGNORECASE)
 _VALUE_JUNK = " \t\xa0\u200b\ufeffÂ"
@@ -174,8 +174,8 @@ def iter_sitemap_urls(lines: Iterable[str | None], robots_url: str) -> Iterator[
         if not value or _UNDECODABLE.search(value):
             continue  # no sitemap URL, or one with a byte that is not text: no server has that URL
         url = declared_sitemap_url(value, robots_url)
-        if url is not None and url not in seen:
-            seen.add(url)
+        if url is not None and (key := same_url_key(url)) not in seen:
+            seen.add(key)
             yield url
 
 
