@@ -89,11 +89,16 @@ class TreeFile:
         return self._stream
 
     def _finish(self, stream: IO[str]) -> None:
-        stream.flush()
-        os.fsync(stream.fileno())
-        stream.close()
         assert self._temporary is not None
-        os.replace(self._temporary, self.path)
+        try:
+            stream.flush()
+            os.fsync(stream.fileno())
+            stream.close()
+            os.replace(self._temporary, self.path)
+        except OSError:
+            stream.close()
+            self._temporary.unlink(missing_ok=True)  # no half-written file left beside it
+            raise
 
 
 def ends_mid_line(path: Path) -> bool:

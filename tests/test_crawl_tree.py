@@ -242,3 +242,16 @@ def test_a_run_with_the_jobdir_of_a_stopped_run_maps_the_site_again_once(
     assert index["sub_sitemaps"] == [node(site.url(f"/s{n}.xml"), "xml_urlset", pages=3) for n in range(count)]
     if scheduler is None:  # the stopped run's requests are not resumed: each sitemap is fetched once
         assert all(site.hits(f"/s{n}.xml") == 1 for n in range(count))
+
+
+def test_a_tree_file_that_cannot_be_written_stops_the_crawl_at_start(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # it was found out when the crawl closed: a traceback, the tree lost, exit code 0
+    site = fixture_site({"/robots.txt": robots("{base}/a.xml"), "/a.xml": urlset("{base}/a")})
+    result = crawl({"homepage": site.base}, settings={"SITEMAP_CRAWL_TREE_FILE": str(tmp_path)})
+    assert result.returncode == 1
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1, errors
+    assert errors[0].endswith(f"SITEMAP_CRAWL_TREE_FILE: {str(tmp_path)!r} is a directory")
+    assert "Traceback" not in result.log and site.paths() == []

@@ -77,3 +77,17 @@ def test_a_json_tree_file_gets_the_mode_the_umask_gives_like_the_feeds(tmp_path:
         os.umask(old_umask)
     # the temporary file it is written to and renamed from was 0600 (mkstemp's mode)
     assert stat.S_IMODE((tmp_path / "tree.json").stat().st_mode) == 0o644
+
+
+def test_a_json_tree_file_that_cannot_be_renamed_into_place_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "tree.json"
+    tree_file = TreeFile(target, many_sites=False)
+    tree_file.add(tree("https://a.example/"))
+    target.mkdir()  # (made after the check at start)
+    try:
+        tree_file.close()
+    except OSError:
+        pass
+    else:
+        raise AssertionError("replacing a directory by the tree file should fail")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["tree.json"]

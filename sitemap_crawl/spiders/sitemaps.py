@@ -58,6 +58,7 @@ from sitemap_crawl.names import (
     SITES_DONE_STAT,
 )
 from sitemap_crawl.offload import SitemapReaders
+from sitemap_crawl.output_paths import unwritable_reason
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
 from sitemap_crawl.queue.config import parse_queue_url
@@ -158,6 +159,15 @@ class SitemapsSpider(Spider):
         spider.arguments = dict(kwargs)  # a helper crawl process gets the same
         config = SettingsReader(crawler.settings)
         config.check_for(spider.name)  # here: _setup reads them once start() runs, too late for one clean line
+        for name, path in (
+            ("SITEMAP_CRAWL_TREE_FILE", config.tree_file),
+            ("SITEMAP_CRAWL_AUDIT_FILE", config.audit_file),
+            ("SITEMAP_CRAWL_REPORT_FILE", config.report_file),
+        ):
+            problem = unwritable_reason(path) if path else None
+            if problem is not None:
+                logger.error("Bad setting for the %s spider: %s: %s", spider.name, name, problem)
+                raise SpiderArgumentError(f"{name}: {problem}")
         spider.known_paths_mode = config.known_paths_mode
         if spider.queue is not None:
             try:
