@@ -8,10 +8,12 @@ parsing worker imports it.
 
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
 from typing import Any
 
 from sitemap_crawl.items import (
     ALTERNATE_CODEC,
+    CONDITIONAL_PAGE_FIELDS,
     IMAGE_CODEC,
     NESTED_PAGE_FIELDS,
     NEWS_CODEC,
@@ -30,6 +32,7 @@ __all__ = [
     "REF_TUPLE_SIZE",
     "page_from_dict",
     "page_from_tuple",
+    "page_row",
     "page_to_dict",
     "page_to_tuple",
     "ref_from_tuple",
@@ -53,6 +56,31 @@ ref_to_tuple = REF_CODEC.to_tuple
 """A sub-sitemap reference as a tuple."""
 ref_from_tuple = REF_CODEC.from_tuple
 """The inverse of :func:`ref_to_tuple`."""
+
+
+def page_row(page: Any) -> dict[str, Any]:
+    """:func:`page_to_dict`, also for a page whose nested fields an item pipeline set in
+    another form (dicts, as the feeds show them, or a list mixing both): each goes out as
+    plain values, nested records as dicts in field order."""
+    try:
+        return page_to_dict(page)
+    except (AttributeError, TypeError):
+        return {
+            name: _plain(getattr(page, name))
+            for name in PAGE_FIELDS
+            if name not in CONDITIONAL_PAGE_FIELDS or getattr(page, name) is not None
+        }
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {field.name: _plain(getattr(value, field.name)) for field in fields(value)}
+    if isinstance(value, list | tuple):
+        return [_plain(inner) for inner in value]
+    if isinstance(value, dict):
+        return {key: _plain(inner) for key, inner in value.items()}
+    return value
+
 
 PAGE_TUPLE_SIZE = len(PAGE_CODEC.tuple_fields)
 REF_TUPLE_SIZE = len(REF_CODEC.tuple_fields)

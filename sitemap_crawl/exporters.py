@@ -29,7 +29,7 @@ from scrapy.exporters import (
     XmlItemExporter,
 )
 
-from sitemap_crawl.codec import NESTED_PAGE_FIELDS, page_to_dict
+from sitemap_crawl.codec import NESTED_PAGE_FIELDS, page_row
 from sitemap_crawl.items import CONDITIONAL_PAGE_FIELDS, PAGE_CODEC, NodeReport, PageBatch, SitemapPage
 
 try:
@@ -43,6 +43,7 @@ T = TypeVar("T")
 _NO_ATTRIBUTES = AttributesImpl({})
 PAGE_FIELDS = PAGE_CODEC.fields
 """Every page field, the conditional ones last (left out of a row while None)."""
+PAGE_FIELD_NAMES = frozenset(PAGE_FIELDS)
 
 
 def iter_pages(item: Any) -> Iterator[SitemapPage] | None:
@@ -86,7 +87,7 @@ class _PageRows:
     def _page_dict(self, page: SitemapPage) -> dict[str, Any]:
         """The page's fields to export; a field asked for that the page lacks is left out
         (as Scrapy's exporters leave out a field the item does not have)."""
-        values = page_to_dict(page)
+        values = page_row(page)
         if self._all_columns():
             return values
         return {output: values[name] for name, output in self._page_columns() if name in values}
@@ -132,7 +133,13 @@ class JsonPageExporter(_PageRows, JsonItemExporter):
 
 
 class XmlPageExporter(_PageRows, XmlItemExporter):
-    """XML: one ``<item>`` per page; nested fields become nested elements, null an empty element."""
+    """XML: one ``<item>`` per page; nested fields become nested elements, null an empty element
+    (also in a page an item pipeline handed on as a dict)."""
+
+    def serialize_field(self, field: Any, name: str, value: Any) -> Any:
+        if name in PAGE_FIELD_NAMES:
+            value = _without_nulls(value)
+        return super().serialize_field(field, name, value)
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         for _ in exported_rows(pages, lambda page: self._export_page(self._page_dict(page))):
@@ -150,7 +157,13 @@ class XmlPageExporter(_PageRows, XmlItemExporter):
 
 
 class CsvPageExporter(_PageRows, CsvItemExporter):
-    """CSV: one row per page; nested fields as JSON text, empty cell when empty."""
+    """CSV: one row per page; nested fields as JSON text, empty cell when empty (also in a
+    page an item pipeline handed on as a dict)."""
+
+    def serialize_field(self, field: Any, name: str, value: Any) -> Any:
+        if name in NESTED_PAGE_FIELDS and (value is None or isinstance(value, list | dict)):
+            return _nested_cell(value)
+        return super().serialize_field(field, name, value)
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         columns = self._page_columns()
@@ -171,10 +184,10 @@ class CsvPageExporter(_PageRows, CsvItemExporter):
                 self.csv_writer.writerow([output for _name, output in columns])
         names = [name for name, _output in columns]
         if _writes_any_text(self.encoding):  # the common case: no row can fail, all at once
-            self.csv_writer.writerows(_csv_row(page_to_dict(page), names) for page in pages)
+            self.csv_writer.writerows(_csv_row(page_row(page), names) for page in pages)
             return
         writerow = self.csv_writer.writerow
-        for _ in exported_rows(pages, lambda page: writerow(_csv_row(page_to_dict(page), names))):
+        for _ in exported_rows(pages, lambda page: writerow(_csv_row(page_row(page), names))):
             pass
 
 
@@ -255,7 +268,7 @@ def _without_null_conditionals(dumps: Callable[[Any], bytes]) -> Callable[[Sitem
             return dumps(page)[:-null_tail] + b"}"
         if None not in found:
             return dumps(page)
-        return dumps(page_to_dict(page))
+        return dumps(page_row(page))
 
     return page_dumps
 
@@ -265,10 +278,15 @@ def _csv_row(values: dict[str, Any], names: Iterable[str]) -> list[Any]:
     for name in names:
         value = values.get(name)
         if name in NESTED_PAGE_FIELDS:
-            row.append(json.dumps(value, ensure_ascii=False) if value else "")
+            row.append(_nested_cell(value))
         else:
             row.append("" if value is None else value)
     return row
+
+
+def _nested_cell(value: Any) -> str:
+    """A nested page field in a CSV cell: JSON text, an empty cell when empty."""
+    return json.dumps(value, ensure_ascii=False) if value else ""
 
 
 def _without_nulls(value: Any) -> Any:
