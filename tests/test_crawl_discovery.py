@@ -264,6 +264,14 @@ def test_a_site_that_cannot_be_reached_is_not_probed_further(crawl: CrawlRunner)
     assert "Problems: 1 unreachable" in result.log
 
 
+def test_without_robots_txt_a_site_that_cannot_be_reached_is_unreachable(crawl: CrawlRunner) -> None:
+    # every well-known path refused: it was "Problems: none", like a site without sitemaps
+    home = f"http://127.0.0.1:{closed_port()}/"
+    result = crawl({"homepage": home, "use_robots": "false"}, settings=FAST).assert_ok()
+    assert result.tree == node(home, "website", error="unreachable: connection refused")
+    assert "Problems: 1 unreachable" in result.log
+
+
 def test_fallback_mode_probes_the_known_paths_only_without_robots_sitemaps(
     fixture_site: SiteFactory, crawl: CrawlRunner
 ) -> None:

@@ -226,3 +226,29 @@ def test_a_sitemap_listed_under_robots_but_not_fetched_is_not_probed_as_a_known_
     driver.finish(robots)
     driver.finish(index)
     assert driver.urls() == [HOME + "robots.txt", HOME + "idx.xml"]
+
+
+def test_without_robots_txt_a_first_known_path_refused_makes_the_site_unreachable() -> None:
+    # use_robots=false on a dead host: every probe refused, and the site was "mapped", no problem
+    driver = Driver(use_robots=False, known_paths=["a.xml", "b.xml", "c.xml"], concurrency=2)
+    driver.site.start()
+    driver.site.idle()
+    first, second = driver.sent
+    driver.site.failed(first, "connection refused")
+    assert driver.site.unreachable == "connection refused"
+    assert [(r.path, r.kind, r.error) for r in driver.reports][-1] == ((), "website", "unreachable: connection refused")
+    driver.site.done(first)
+    driver.site.failed(second, "connection refused")  # in flight already: no second report
+    driver.site.done(second)
+    assert driver.urls() == [HOME + "a.xml", HOME + "b.xml"]  # c.xml is not probed
+    assert len(driver.reports) == 2 and driver.site.finish()
+
+
+def test_without_robots_txt_a_known_path_failing_after_an_answer_is_only_a_probe() -> None:
+    driver = Driver(use_robots=False, known_paths=["a.xml", "b.xml"], concurrency=2)
+    driver.site.start()
+    driver.site.idle()
+    first, second = driver.sent
+    driver.site.failed(first, "HTTP 404")
+    driver.site.failed(second, "timeout")
+    assert driver.site.unreachable is None

@@ -125,7 +125,10 @@ class SiteDiscovery:
         self.robots_declared = 0
         """Sub-sitemaps robots.txt declared (``fallback`` probes the known paths only without one)."""
         self.unreachable: str | None = None
-        """Why the site could not be reached (its robots.txt failed at the connection level), or None."""
+        """Why the site could not be reached (its robots.txt failed at the connection level, or
+        without robots.txt its first well-known path), or None."""
+        self._answered = False
+        """Whether any of the site's requests got an answer (a response, an HTTP error)."""
         self._send = send
         self._report = report
         self._known_paths_sent = not self.known_urls
@@ -211,15 +214,23 @@ class SiteDiscovery:
         homepage's robots.txt that fails at the connection level makes the site unreachable:
         the website node carries the error and the well-known paths are not probed. A
         robots.txt over the size cap is there but unread: a ``robots_txt`` node with the error."""
-        if visit.role == ROBOTS and visit.path == (0,) and self.homepage is not None and reason in UNREACHABLE_REASONS:
+        if reason in UNREACHABLE_REASONS and self._first_contact(visit):
             self.unreachable = reason
             self._known_paths_sent = True
-            logger.warning("Site %s is unreachable (%s): its well-known paths are not probed", self.website_url, reason)
+            self._waiting = deque(waiting for waiting in self._waiting if waiting.role != KNOWN)
+            logger.warning(
+                "Site %s is unreachable (%s): its %swell-known paths are not probed",
+                self.website_url,
+                reason,
+                "other " if visit.role == KNOWN else "",
+            )
             self._report(
                 NodeReport(
                     path=(), url=self.website_url, kind=NodeKind.WEBSITE, error=f"{ErrorReason.UNREACHABLE}: {reason}"
                 )
             )
+        if reason not in UNREACHABLE_REASONS:
+            self._answered = True
         self.settle(visit)
         if visit.role == KNOWN:
             self._read_known_paths_led_to(visit.url)
@@ -248,6 +259,7 @@ class SiteDiscovery:
         URL another known path reached first; a URL already read
         (once per crawl); a loop: a sitemap that leads to its ancestor."""
         logger.debug("Sitemap %s redirected to %s", visit.url, final_url)
+        self._answered = True
         reached = [url for url in (*hops, final_url) if url != visit.url]
         if visit.under_robots:
             self._seen_under_robots.update(reached)
@@ -341,9 +353,20 @@ class SiteDiscovery:
         changes: int | None = None,
     ) -> None:
         """Tell the tree about the node of ``visit`` (``change``/``changes``: history runs)."""
+        self._answered = True
         self._report(NodeReport(visit.path, visit.url, kind, error, page_count, finished, change, changes))
 
     # -- inside ------------------------------------------------------------------------
+
+    def _first_contact(self, visit: Visit) -> bool:
+        """Whether ``visit`` is the homepage's first word from its host: its robots.txt, or,
+        robots.txt not read (``use_robots=false``), a well-known path before any answer. One
+        that fails at the connection level makes the site unreachable."""
+        if self.homepage is None or self.unreachable is not None:
+            return False
+        if visit.role == ROBOTS:
+            return visit.path == (0,)
+        return visit.role == KNOWN and not self.use_robots and not self._answered
 
     def _send_known_paths(self) -> bool:
         """Queue the well-known paths not seen under robots.txt, once; whether any was queued."""
