@@ -237,6 +237,9 @@ ENCODED_URLS = ["https://www.example.org/café", "https://www.example.org/a"]
         (codecs.BOM_UTF32_BE + _document("UTF-32").encode("utf-32-be"), "utf-32-be BOM"),
         (codecs.BOM_UTF32_LE + _document(None).encode("utf-32-le"), "utf-32-le BOM, no declaration"),
         (_document(None).encode("utf-32-be"), "utf-32-be, no BOM, no declaration"),
+        # whitespace after the mark hid the encoding from libxml2 once the mark was dropped
+        (codecs.BOM_UTF32_LE + ("\n " + _document(None)).encode("utf-32-le"), "utf-32-le BOM, whitespace"),
+        (codecs.BOM_UTF32_BE + ("\r\n\t" + _document(None)).encode("utf-32-be"), "utf-32-be BOM, whitespace"),
         (_document("ISO-8859-1").encode("latin-1"), "iso-8859-1 declared"),
         (_document("windows-1252").encode("cp1252"), "windows-1252 declared"),
         (_document("utf-8").replace('"utf-8"', "'utf-8'").replace('version="1.0"', "version='1.0'").encode(), "quotes"),

@@ -403,6 +403,8 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 
 _UTF16_BOM_OF_START = dict(zip(UTF16_STARTS, (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), strict=True))
 _UTF16_DECLARATION_STARTS = (b"<\x00?\x00", b"\x00<\x00?")
+_UTF32_SPACES_LE = frozenset(space.encode("utf-32-le") for space in " \t\r\n")
+_UTF32_SPACES_BE = frozenset(space.encode("utf-32-be") for space in " \t\r\n")
 
 
 def push_parser_start(chunk: bytes) -> bytes:
@@ -413,7 +415,12 @@ def push_parser_start(chunk: bytes) -> bytes:
     order mark is read by it only when it starts ``<?xml``: a mark is put before any
     other start. Every other start passes unchanged."""
     if chunk.startswith(UTF32_BOMS):
-        return chunk[4:]
+        # without the mark, libxml2 tells UTF-32 from the "<": whitespace before it goes too
+        spaces = _UTF32_SPACES_BE if chunk.startswith(codecs.BOM_UTF32_BE) else _UTF32_SPACES_LE
+        start = 4
+        while chunk[start : start + 4] in spaces:
+            start += 4
+        return chunk[start:]
     bom = _UTF16_BOM_OF_START.get(chunk[:2])
     if bom is None or chunk.startswith(_UTF16_DECLARATION_STARTS) or chunk.startswith(UTF32_STARTS):
         return chunk
