@@ -146,6 +146,23 @@ def test_once_per_crawl_reads_a_sitemap_once_whoever_declares_it() -> None:
     assert driver.urls() == [HOME + "robots.txt", HOME + "a.xml", HOME + "b.xml", HOME + "z.xml"]
 
 
+def test_once_per_crawl_a_waiting_sitemap_a_redirect_led_to_is_not_fetched_again() -> None:
+    # an index lists old.xml (which redirects to new.xml) then new.xml: new.xml, waiting when
+    # the redirect was read, was fetched and read a second time (its pages visited twice)
+    driver = Driver(concurrency=1, once_per_crawl=True, known_paths=[])
+    driver.site.start()
+    (robots,) = driver.sent
+    lineage = frozenset({robots.url})
+    driver.site.declare(robots, HOME + "old.xml", 0, lineage)
+    driver.site.declare(robots, HOME + "new.xml", 1, lineage)
+    driver.finish(robots)
+    old = driver.sent[1]
+    assert driver.site.redirected(old, HOME + "new.xml")
+    driver.finish(old)
+    assert driver.urls() == [HOME + "robots.txt", HOME + "old.xml"]
+    assert driver.site.waiting_urls == [] and driver.site.finish()
+
+
 def test_resume_reads_the_waiting_sitemaps_and_skips_the_read_ones() -> None:
     driver = Driver(concurrency=1, once_per_crawl=True, known_paths=["sitemap.xml"])
     driver.site.resume([HOME + "robots.txt", HOME + "x.xml", HOME + "done.xml"], read=[HOME + "done.xml"])

@@ -405,6 +405,9 @@ class SiteDiscovery:
             visit = self._waiting.popleft()
             if self.once_per_crawl:
                 self._waiting_urls.discard(visit.url)
+                if visit.url in self.read_urls:  # read meanwhile, a redirect having led there
+                    logger.debug("Sitemap %s already read through a redirect; not fetched again", visit.url)
+                    continue
                 self.read_urls[visit.url] = None
             self._in_flight.append(visit)
             if not self._known_paths_sent:
