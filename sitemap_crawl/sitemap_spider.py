@@ -234,36 +234,47 @@ class SitemapSpider(Spider):
 
     def _filter_pages(self, pages: Iterator[SitemapPage], sitemap_url: str) -> Iterator[SitemapPage]:
         """The pages to request, sitemap_filter() not overridden: no entry dicts."""
-        host = _host_regex(getattr(self, "allowed_domains", None) or ())
-        for page in pages:
-            yield from self._requested(page, [alternate.href for alternate in page.alternates], host)
+        return self._requested((page, [alternate.href for alternate in page.alternates]) for page in pages)
 
     def _filter_page_entries(
         self, pages: Iterator[tuple[SitemapPage, EntryTexts]], sitemap_url: str
     ) -> Iterator[SitemapPage]:
         """The pages to request: those of the entries sitemap_filter() keeps."""
-        host = _host_regex(getattr(self, "allowed_domains", None) or ())
-        for entry in self.sitemap_filter(page_entry(page, texts) for page, texts in pages):
-            page = self._page_of(entry, sitemap_url)
-            if page is not None:
-                yield from self._requested(page, entry.get("alternate") or (), host)
+        chosen = (
+            (page, entry.get("alternate") or ())
+            for entry in self.sitemap_filter(page_entry(page, texts) for page, texts in pages)
+            if (page := self._page_of(entry, sitemap_url)) is not None
+        )
+        return self._requested(chosen)
 
-    def _requested(
-        self, page: SitemapPage, alternate: Iterable[str], host: re.Pattern[str] | None
-    ) -> Iterator[SitemapPage]:
-        """``page`` and, with sitemap_alternate_links, a page for each ``alternate`` URL, but
-        those allowed_domains leaves out."""
-        if any(link.hreflang is None for link in page.alternates):
-            # the page item keeps its hreflang alternates only, as in the feeds
-            page = dataclasses.replace(page, alternates=[a for a in page.alternates if a.hreflang is not None])
-        candidates = [page]
-        if self.sitemap_alternate_links:
-            candidates += [dataclasses.replace(page, url=href) for href in alternate]
-        for candidate in candidates:
-            if host is not None and not host.search(_hostname(candidate.url)):
-                self._count_offsite(candidate.url)
-                continue
-            yield candidate
+    def _requested(self, chosen: Iterator[tuple[SitemapPage, Iterable[str]]]) -> Iterator[SitemapPage]:
+        """The pages of one sitemap to request (each with its ``alternate`` URLs), but those
+        allowed_domains leaves out. With sitemap_alternate_links, the alternates the sitemap
+        does not list as entries of their own follow its pages: a page item holding its URL
+        only (a listed one is requested once, with its own entry's values)."""
+        host = _host_regex(getattr(self, "allowed_domains", None) or ())
+        listed: set[str] = set()
+        alternates: dict[str, SitemapPage] = {}  # alternate URL -> the first page that links to it
+        for page, hrefs in chosen:
+            if any(link.hreflang is None for link in page.alternates):
+                # the page item keeps its hreflang alternates only, as in the feeds
+                page = dataclasses.replace(page, alternates=[a for a in page.alternates if a.hreflang is not None])
+            if self.sitemap_alternate_links:
+                listed.add(page.url)
+                for href in hrefs:
+                    alternates.setdefault(href, page)
+            if self._allowed(page.url, host):
+                yield page
+        for href, linking in alternates.items():
+            if href not in listed and self._allowed(href, host):
+                yield SitemapPage(href, linking.sitemap_url, website=linking.website)
+
+    def _allowed(self, url: str, host: re.Pattern[str] | None) -> bool:
+        """Whether allowed_domains lets a page be requested (one it leaves out is counted)."""
+        if host is not None and not host.search(_hostname(url)):
+            self._count_offsite(url)
+            return False
+        return True
 
     def _count_offsite(self, url: str) -> None:
         """A page left out by allowed_domains before it is requested: logged and counted by

@@ -298,6 +298,36 @@ def test_alternate_links_follow_every_link_as_scrapy_does(fixture_site: SiteFact
     assert alternates[site.url("/")] == [["nl", site.url("/nl/")]]
 
 
+def test_an_alternate_listed_as_an_entry_gets_its_own_values(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    # /de, an alternate of /en listed after it, was requested as /en's alternate with /en's
+    # lastmod and priority (its own entry dropped as a repeat); /fr, listed nowhere, still is
+    links = (
+        '<xhtml:link rel="alternate" hreflang="de" href="{base}/de"/>'
+        '<xhtml:link rel="alternate" hreflang="fr" href="{base}/fr"/>'
+    )
+    entries = (
+        {"loc": "{base}/en", "lastmod": "2024-01-01", "priority": "0.9", "extra": links},
+        {"loc": "{base}/de", "lastmod": "2024-02-02", "priority": "0.1"},
+    )
+    site = with_pages(fixture_site({"/sitemap.xml": urlset(*entries)}), "/en", "/de", "/fr")
+    body = f"""
+    sitemap_urls = ["{site.url("/sitemap.xml")}"]
+    sitemap_alternate_links = True
+    sitemap_rules = [("", "parse_with_page")]
+
+    def parse_with_page(self, response):
+        page = response.meta["sitemap_page"]
+        yield {{"cb": "parse", "url": response.url, "values": [page.last_modified, page.priority]}}
+    """
+    ours = run_spider(tmp_path / "ours", spider_source("sitemap_crawl", body))
+    values = {row["url"]: row["values"] for row in ours.pages}
+    assert values == {
+        site.url("/en"): ["2024-01-01", 0.9],
+        site.url("/de"): ["2024-02-02", 0.1],
+        site.url("/fr"): [None, 0.5],
+    }
+
+
 def test_index_gzip_and_sitemap_filter_on_index_entries(fixture_site: SiteFactory, tmp_path: Path) -> None:
     site = with_pages(
         fixture_site(
