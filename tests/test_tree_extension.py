@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+from scrapy.utils.test import get_crawler
+
+from sitemap_crawl import SitemapSpider
+from sitemap_crawl.extensions.tree import SitemapTreeExtension
 from tests.support.crawl import CrawlRunner
 from tests.test_crawl_tree import FAST, SiteFactory, assert_summary_at_the_end, mixed_site
 
@@ -33,3 +38,16 @@ def test_one_tree_whichever_is_enabled(fixture_site: SiteFactory, crawl: CrawlRu
     assert result.log.count("Sitemap tree:") == 1
     assert result.log.count("Sitemap tree written to") == 1
     assert (PIPELINE in result.log) == ("ITEM_PIPELINES" in WIRINGS[wiring])
+
+
+def test_a_spider_that_maps_no_site_leaves_the_tree_file_alone(tmp_path: Path) -> None:
+    # the drop-in SitemapSpider has a homepages attribute (a list of its own): it was taken
+    # for a many-site run, and the sitemaps spider's tree file overwritten with []
+    tree_file = tmp_path / "tree.json"
+    tree_file.write_text('{"url": "https://a.test/"}\n')
+    crawler = get_crawler(SitemapSpider, settings_dict={"SITEMAP_CRAWL_TREE_FILE": str(tree_file)})
+    extension = SitemapTreeExtension(crawler)
+    spider = SitemapSpider.from_crawler(crawler, name="products")
+    extension._spider_opened(spider)
+    extension.close_spider()
+    assert tree_file.read_text() == '{"url": "https://a.test/"}\n'

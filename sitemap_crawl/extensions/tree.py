@@ -92,7 +92,8 @@ class SitemapTreeExtension:
         return next(iter(self.trees.values()), None) or self._last_tree
 
     def _spider_opened(self, spider: Any = None) -> None:
-        self.many_sites = getattr(spider, "homepages", None) is not None
+        # (the sitemaps spider's; the drop-in SitemapSpider's homepages is another thing)
+        self.many_sites = bool(getattr(spider, "maps_many_sites", False))
         if self.tree_file is not None:
             self.tree_file.many_sites = self.many_sites  # a many-site .json file: one array of trees
             self.tree_file.append = getattr(spider, "queue", None) is not None  # a worker keeps its past lines

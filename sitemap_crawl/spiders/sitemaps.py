@@ -277,6 +277,12 @@ class SitemapsSpider(Spider):
         self.run_id = uuid.uuid4().hex
         """Marks this run's sitemap requests (a stopped run's, resumed by Scrapy, are ignored)."""
 
+    @property
+    def maps_many_sites(self) -> bool:
+        """Whether this run maps a list of sites (a homepages file or a queue): one tree each
+        (the tree extension reads it)."""
+        return self.homepages is not None
+
     def _setup(self) -> None:
         config = SettingsReader(self.crawler.settings)
         self.limits = config.limits
