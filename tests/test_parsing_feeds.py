@@ -296,6 +296,15 @@ def test_atom_xhtml_title_is_the_text_of_its_div() -> None:
     assert [page.news.title for page in feed_pages(body, "atom") if page.news] == ["Less: < and more", "A b"]
 
 
+def test_atom_html_title_is_the_text_the_html_shows() -> None:
+    # RFC 4287 3.1.1.2: type="html" holds escaped HTML; its tags and references were kept
+    title = "&lt;b&gt;Tom&lt;/b&gt; &amp;amp; Jerry: a &amp;lt; b"
+    body = f"""<feed xmlns="{ATOM_1}"><entry><title type="html">{title}</title>
+<link href="https://www.example.org/x"/></entry>
+<entry><title type="text">&lt;b&gt; stays</title><link href="https://www.example.org/y"/></entry></feed>""".encode()
+    assert [page.news.title for page in feed_pages(body, "atom") if page.news] == ["Tom & Jerry: a < b", "<b> stays"]
+
+
 MEDIA = 'xmlns:media="http://search.yahoo.com/mrss/"'
 ITUNES = 'xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"'
 
