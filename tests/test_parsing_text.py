@@ -30,6 +30,12 @@ def test_one_url_per_line() -> None:
     ]
 
 
+def test_a_byte_that_is_not_utf8_is_kept_percent_encoded() -> None:
+    # a Latin-1 file: caf\xe9 became caf\ufffd, a URL the server does not have
+    body = b"https://www.example.org/caf\xe9?q=\xe9t\xe9\nhttps://www.example.org/caf\xc3\xa9\n"
+    assert text_urls(body) == ["https://www.example.org/caf%E9?q=%E9t%E9", "https://www.example.org/caf\u00e9"]
+
+
 def test_pages_have_default_fields() -> None:
     (page,) = parse_sitemap(b"https://www.example.org/a\n", TEXT_URL).pages
     assert page == SitemapPage(url="https://www.example.org/a", sitemap_url=TEXT_URL)

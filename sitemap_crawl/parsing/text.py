@@ -80,10 +80,23 @@ def page_from_line(line: bytes, sitemap_url: str) -> SitemapPage | None:
         value = strip_url_text(value.decode("utf-8", "replace")).encode("utf-8")
     if not value[:8].lower().startswith(_SCHEMES) or b" " in value or b"\t" in value:
         return None
-    url = resolve_url(value.decode("utf-8", "replace"), sitemap_url)
+    url = resolve_url(_as_text(value), sitemap_url)
     if url is None or not url.lower().startswith(("http://", "https://")) or not has_valid_host(url):
         return None
     return SitemapPage(url=url, sitemap_url=sitemap_url)
+
+
+def _as_text(value: bytes) -> str:
+    """A line's URL as text: UTF-8, a byte that is not (a Latin-1 ``é``: ``\xe9``)
+    percent-encoded as it is (``%E9``: the bytes the server wrote, whatever its charset)."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        text = value.decode("utf-8", "surrogateescape")
+        return _ESCAPED_BYTE.sub(lambda match: f"%{ord(match.group()) - 0xDC00:02X}", text)
+
+
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
 def has_valid_host(url: str) -> bool:
