@@ -269,3 +269,16 @@ def test_without_robots_txt_a_known_path_failing_after_an_answer_is_only_a_probe
     driver.site.failed(first, "HTTP 404")
     driver.site.failed(second, "timeout")
     assert driver.site.unreachable is None
+
+
+def test_a_robots_txt_redirected_to_a_dead_host_leaves_the_site_reachable() -> None:
+    # the site answered (a redirect): the host it sent the crawl to is the one that failed;
+    # the site was "unreachable" and its own well-known paths never probed
+    driver = Driver()
+    driver.site.start()
+    (robots,) = driver.sent
+    driver.site.failed(robots, "connection refused", after_redirect=True)
+    driver.site.done(robots)
+    assert driver.site.unreachable is None
+    assert driver.urls()[1:] == [HOME + "sitemap.xml", HOME + "sitemap_index.xml"]
+

@@ -209,11 +209,15 @@ class SiteDiscovery:
         self._in_flight.remove(visit)
         self._pump()
 
-    def failed(self, visit: Visit, reason: str) -> None:
+    def failed(self, visit: Visit, reason: str, after_redirect: bool = False) -> None:
         """``visit`` could not be fetched or read: an invalid node, unless it is optional. A
         homepage's robots.txt that fails at the connection level makes the site unreachable:
-        the website node carries the error and the well-known paths are not probed. A
-        robots.txt over the size cap is there but unread: a ``robots_txt`` node with the error."""
+        the website node carries the error and the well-known paths are not probed (not when
+        it failed ``after_redirect``: the site answered, the host it sent the crawl to did
+        not). A robots.txt over the size cap is there but unread: a ``robots_txt`` node with
+        the error."""
+        if after_redirect:
+            self._answered = True
         if reason in UNREACHABLE_REASONS and self._first_contact(visit):
             self.unreachable = reason
             self._known_paths_sent = True
@@ -364,9 +368,11 @@ class SiteDiscovery:
         that fails at the connection level makes the site unreachable."""
         if self.homepage is None or self.unreachable is not None:
             return False
+        if self._answered:
+            return False
         if visit.role == ROBOTS:
             return visit.path == (0,)
-        return visit.role == KNOWN and not self.use_robots and not self._answered
+        return visit.role == KNOWN and not self.use_robots
 
     def _send_known_paths(self) -> bool:
         """Queue the well-known paths not seen under robots.txt, once; whether any was queued."""

@@ -712,7 +712,7 @@ class SitemapsSpider(Spider):
             self.download_counts.exception(failure.value)
         discovery = self.sites.get(visit.site)
         if discovery is not None:
-            discovery.failed(visit, failure_reason(failure))
+            discovery.failed(visit, failure_reason(failure), after_redirect=bool(request.meta.get("redirect_urls")))
         self._sitemap_done(visit)
         return self._site_end_rows(visit.site) if visit.site in self._dropping else None
 
