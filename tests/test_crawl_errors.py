@@ -192,6 +192,25 @@ def test_a_body_that_breaks_off_keeps_the_pages_before_the_break(fixture_site: S
     assert result.stats["sitemap_crawl/errors/truncated"] == 3
 
 
+def test_a_body_that_breaks_off_is_asked_for_again_as_scrapy_retries(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # the connection closed after half the body, once: kept "truncated" with half its pages,
+    # never asked again (Scrapy's RetryMiddleware asks again for a download that breaks off)
+    xml = urlset(*(f"{{base}}/x{i}" for i in range(10)))
+    site = fixture_site({"/robots.txt": robots("{base}/cut.xml", "{base}/always.xml")})
+    site["/cut.xml"] = Route(xml, drop_after=len(site.format(xml)) // 2, fail_times=1)
+    site["/always.xml"] = Route(xml, drop_after=len(site.format(xml)) // 2)
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings={**FAST, "RETRY_TIMES": 1})
+    result.assert_ok()
+    assert site.hits("/cut.xml") == 2 and site.hits("/always.xml") == 2
+    (whole,) = result.node(site.url("/cut.xml"))
+    assert (whole["error"], whole["page_count"]) == (None, 10)
+    (cut,) = result.node(site.url("/always.xml"))
+    assert cut["error"] == "truncated" and 0 < cut["page_count"] < 10  # the retries spent: what came is kept
+    assert result.stats["retry/reason_count/body broke off"] == 2
+
+
 def test_a_start_url_that_fails_is_an_invalid_node(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
     site = fixture_site({"/ok.xml": urlset("{base}/a")})
 

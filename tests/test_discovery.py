@@ -281,4 +281,3 @@ def test_a_robots_txt_redirected_to_a_dead_host_leaves_the_site_reachable() -> N
     driver.site.done(robots)
     assert driver.site.unreachable is None
     assert driver.urls()[1:] == [HOME + "sitemap.xml", HOME + "sitemap_index.xml"]
-

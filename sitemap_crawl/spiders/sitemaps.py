@@ -21,6 +21,7 @@ from urllib.parse import urljoin
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
@@ -721,6 +722,10 @@ class SitemapsSpider(Spider):
         if self._sent_by_another_run(response.meta, response.url):
             return
         visit = response.meta[META_KEY]
+        retry = self._retry_broken_off(response)
+        if retry is not None:  # (the visit stays in flight: its request is sent again)
+            yield retry
+            return
         try:
             async for output in self._read_response(response):
                 yield output
@@ -732,6 +737,21 @@ class SitemapsSpider(Spider):
         if visit.site in self._dropping:
             async for output in self._site_end_rows(visit.site):
                 yield output
+
+    def _retry_broken_off(self, response: Response) -> Request | None:
+        """A body that broke off (``dataloss``: the connection closed before its end) is asked
+        for again as Scrapy's RetryMiddleware asks again for a failed download (RETRY_TIMES,
+        RETRY_ENABLED, ``dont_retry``); None once the retries are spent: its pages before the
+        break are read then (``truncated``)."""
+        request = response.request
+        if (
+            "dataloss" not in response.flags
+            or request is None
+            or request.meta.get("dont_retry")
+            or not self.settings.getbool("RETRY_ENABLED")
+        ):
+            return None
+        return get_retry_request(request, spider=self, reason="body broke off", give_up_log_level="DEBUG")
 
     def _handled(self, response: Response, visit: Visit, left_out: bool = False) -> None:
         """Tell the audit what the crawl does with a response (the sitemap_response signal)."""

@@ -92,7 +92,8 @@ class Route:
     drop_connection: close the socket without sending any response. Combined with
         ``fail_times=N``, only the first N requests are dropped.
     drop_after: announce the full Content-Length, send only this many body bytes,
-        then close the connection (a body that breaks off).
+        then close the connection (a body that breaks off). Combined with
+        ``fail_times=N``, only the first N answers break off, the next ones are whole.
     fail_times: answer ``fail_status`` (503) to the first N requests of this path,
         then answer normally.
     format_bytes: also substitute ``{base}`` in a bytes body.
@@ -307,6 +308,9 @@ class _Handler(BaseHTTPRequestHandler):
         if route.drop_connection and (failing or route.fail_times == 0):
             self.close_connection = True
             return
+        if route.drop_after is not None and route.fail_times:
+            self._send_route(route, head=head, drop_after=route.drop_after if failing else None)
+            return
         if failing:
             body = f"<html><body><h1>{route.fail_status}</h1></body></html>\n".encode()
             self._send(route.fail_status, body, [("Content-Type", "text/html")], head=head)
@@ -327,7 +331,8 @@ class _Handler(BaseHTTPRequestHandler):
         since = self.headers.get("If-Modified-Since")
         return since is not None and route.last_modified is not None and since == route.last_modified
 
-    def _send_route(self, route: Route, *, head: bool) -> None:
+    def _send_route(self, route: Route, *, head: bool, drop_after: int | None = -1) -> None:
+        """Answer with the route's body (``drop_after``: the route's own unless given)."""
         site = self.server.site
         body = site.render(route.body, format_bytes=route.format_bytes)
         if route.gzip_file:
@@ -355,7 +360,7 @@ class _Handler(BaseHTTPRequestHandler):
             head=head,
             trickle=route.trickle,
             chunked=route.chunked,
-            drop_after=route.drop_after,
+            drop_after=route.drop_after if drop_after == -1 else drop_after,
         )
 
     def _send(
