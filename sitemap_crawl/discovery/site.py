@@ -28,6 +28,7 @@ from sitemap_crawl.discovery.rules import (
     ALWAYS,
     CHILD,
     FALLBACK,
+    HOST_DOWN_REASONS,
     KNOWN,
     LOOP,
     REFUSAL_WORDS,
@@ -218,7 +219,7 @@ class SiteDiscovery:
         the error."""
         if after_redirect:
             self._answered = True
-        if reason in UNREACHABLE_REASONS and self._first_contact(visit):
+        if self._makes_unreachable(visit, reason):
             self.unreachable = reason
             self._known_paths_sent = True
             self._waiting = deque(waiting for waiting in self._waiting if waiting.role != KNOWN)
@@ -362,17 +363,16 @@ class SiteDiscovery:
 
     # -- inside ------------------------------------------------------------------------
 
-    def _first_contact(self, visit: Visit) -> bool:
-        """Whether ``visit`` is the homepage's first word from its host: its robots.txt, or,
-        robots.txt not read (``use_robots=false``), a well-known path before any answer. One
-        that fails at the connection level makes the site unreachable."""
-        if self.homepage is None or self.unreachable is not None:
-            return False
-        if self._answered:
+    def _makes_unreachable(self, visit: Visit, reason: str) -> bool:
+        """Whether ``visit`` failing with ``reason`` makes the site unreachable: the homepage's
+        robots.txt failing at the connection level (:data:`UNREACHABLE_REASONS`), or, robots.txt
+        not read (``use_robots=false``), a well-known path failing as only a host that is down
+        makes every request fail (:data:`HOST_DOWN_REASONS`), before any answer."""
+        if self.homepage is None or self.unreachable is not None or self._answered:
             return False
         if visit.role == ROBOTS:
-            return visit.path == (0,)
-        return visit.role == KNOWN and not self.use_robots
+            return visit.path == (0,) and reason in UNREACHABLE_REASONS
+        return visit.role == KNOWN and not self.use_robots and reason in HOST_DOWN_REASONS
 
     def _send_known_paths(self) -> bool:
         """Queue the well-known paths not seen under robots.txt, once; whether any was queued."""
