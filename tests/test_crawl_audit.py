@@ -193,21 +193,33 @@ def test_a_sitemap_reached_again_by_a_redirect_is_audited_once(
     ]
 
 
-def test_a_well_known_path_that_cannot_be_decoded_is_no_finding(
+def test_a_well_known_path_that_cannot_be_decoded_is_a_finding_when_it_holds_a_sitemap(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
 ) -> None:
-    # Content-Encoding: gzip over a "not found" page: the probe fails, the tree leaves it out
+    # Content-Encoding: gzip over a "not found" page: the probe fails, the tree leaves it out;
+    # over a sitemap, the fault is the site's (the crawl cannot read it): a finding
     site = fixture_site(
         {
             "/robots.txt": robots("{base}/declared.xml"),
             "/declared.xml": urlset("{base}/a"),
             "/sitemap.xml": Route("<html>Not found</html>", status=404, headers={"Content-Encoding": "gzip"}),
+            "/sitemap_index.xml": Route(
+                "<html>Not here</html>", content_type="text/html", headers={"Content-Encoding": "gzip"}
+            ),
+            "/sitemap-index.xml": Route(urlset("{base}/b"), headers={"Content-Encoding": "gzip"}),
         }
     )
     audit_file = tmp_path / "findings.jsonl"
-    crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file)}).assert_ok()
-    assert site.hits("/sitemap.xml") == 1
-    assert read_findings(audit_file) == []
+    settings = {
+        **FAST,
+        "SITEMAP_CRAWL_KNOWN_PATHS": "sitemap.xml,sitemap_index.xml,sitemap-index.xml",
+        "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file),
+    }
+    crawl({"homepage": site.base}, settings=settings).assert_ok()
+    assert site.hits("/sitemap.xml") == 1 and site.hits("/sitemap_index.xml") == 1
+    assert [(f["rule"], f["sitemap_url"]) for f in read_findings(audit_file)] == [
+        ("gzip-mislabelled", site.url("/sitemap-index.xml"))
+    ]
 
 
 def test_many_sites_findings_carry_their_website(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
