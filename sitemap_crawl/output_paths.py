@@ -15,6 +15,9 @@ def unwritable_reason(path: str | Path) -> str | None:
     target = Path(path)
     if target.is_dir():
         return f"{str(path)!r} is a directory"
+    folder = next((parent for parent in target.parents if parent.exists()), None)
+    if folder is not None and not folder.is_dir():
+        return f"{str(path)!r} cannot be written: {str(folder)!r} is a file, not a folder"
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         probe = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from sitemap_crawl.discovery import KNOWN, ROBOTS, START, FollowRules, SiteDiscovery, Visit
 from sitemap_crawl.items import SitemapNodeItem
 
@@ -292,3 +294,28 @@ def test_a_robots_txt_redirected_to_a_dead_host_leaves_the_site_reachable() -> N
     driver.site.done(robots)
     assert driver.site.unreachable is None
     assert driver.urls()[1:] == [HOME + "sitemap.xml", HOME + "sitemap_index.xml"]
+
+
+@pytest.mark.parametrize(("follow", "fetched"), [(None, "caf\u00e9.xml"), ([re.compile("%C3%A9")], "caf%C3%A9.xml")])
+def test_a_child_written_raw_and_percent_encoded_is_followed_once(
+    follow: list[re.Pattern[str]] | None, fetched: str
+) -> None:
+    # café.xml and caf%C3%A9.xml are one URL (Scrapy requests both as the second): it was
+    # fetched twice; the first spelling that follow/deny let through is the one fetched
+    driver = Driver(rules=FollowRules(max_depth=2, follow=follow))
+    driver.site.start()
+    (robots,) = driver.sent
+    index = Visit(HOME + "index.xml", (0, 0), 1, frozenset({robots.url}), "child", HOME)
+    for child in ("caf\u00e9.xml", "caf%C3%A9.xml", "caf\u00e9.xml"):
+        if driver.site.follows(index, HOME + child, "xml_index"):
+            driver.site.declare(index, HOME + child, 0, frozenset({robots.url, index.url}))
+    queued = driver.urls()[1:] + driver.site.waiting_urls
+    assert [url[len(HOME) :] for url in queued] == [fetched]
+
+
+def test_a_child_written_with_an_idn_host_and_in_punycode_is_followed_once() -> None:
+    driver = Driver()
+    driver.site.start()
+    (robots,) = driver.sent
+    assert driver.site.follows(robots, "http://b\u00fccher.example/s.xml", "xml_index")
+    assert not driver.site.follows(robots, "http://xn--bcher-kva.example/s.xml", "xml_index")

@@ -146,14 +146,6 @@ def test_child_dedup_keeps_the_first_declaration_in_order() -> None:
     ]
 
 
-def test_a_child_written_raw_and_percent_encoded_is_one_sitemap() -> None:
-    body = index(
-        "<sitemap><loc>https://www.example.org/caf\u00e9.xml</loc></sitemap>"
-        "<sitemap><loc>https://www.example.org/caf%C3%A9.xml</loc></sitemap>"
-    )
-    assert refs(body) == [SitemapRef(url="https://www.example.org/caf\u00e9.xml")]
-
-
 def test_a_child_listed_again_with_a_fragment_is_the_same_sitemap() -> None:
     # the fragment is never sent: b.xml#part was a second child, b.xml fetched twice
     body = index(

@@ -44,6 +44,7 @@ from sitemap_crawl.discovery.rules import (
 )
 from sitemap_crawl.items import NodeReport
 from sitemap_crawl.kinds import ErrorReason, NodeKind
+from sitemap_crawl.parsing.fields import same_url_key
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +146,10 @@ class SiteDiscovery:
         self._failed_known: set[str] = set()
         self._led_to_known: dict[str, list[Visit]] = {}
         self._in_flight: list[Visit] = []
+        self._followed: dict[Visit, set[str]] = {}
+        """The children each index being read declared and are followed (:func:`same_url_key`
+        of each: one URL written two ways is followed once, the first spelling that passes
+        ``follow``/``deny``)."""
         self._waiting: deque[Visit] = deque()
         # once per crawl: the sitemap URLs read (or being read), and those waiting
         self.read_urls: dict[str, None] = {}
@@ -200,6 +205,7 @@ class SiteDiscovery:
     def settle(self, visit: Visit) -> None:
         """``visit`` will declare no more sub-sitemaps (it failed, is not an index, or was read)."""
         self._unsettled.discard(visit)
+        self._followed.pop(visit, None)
         if not self._unsettled and not self._waiting and not self._known_paths_sent:
             # Every sitemap under robots.txt has been requested and none can declare more:
             # the known paths can be probed now, while the last sitemaps are still parsed.
@@ -319,10 +325,16 @@ class SiteDiscovery:
         if parent_kind == NodeKind.ROBOTS_TXT:
             return True
         refusal = self.rules.refusal(url)
-        if refusal is None:
-            return True
-        logger.debug("Sub-sitemap %s %s; not fetched", url, REFUSAL_WORDS[refusal])
-        return False
+        if refusal is not None:
+            logger.debug("Sub-sitemap %s %s; not fetched", url, REFUSAL_WORDS[refusal])
+            return False
+        followed = self._followed.setdefault(parent, set())
+        key = same_url_key(url)
+        if key in followed:  # the same URL written another way (café.xml, caf%C3%A9.xml)
+            logger.debug("Sub-sitemap %s declared again by %s; not fetched twice", url, parent.url)
+            return False
+        followed.add(key)
+        return True
 
     def declare(self, parent: Visit, url: str, index: int, lineage: frozenset[str]) -> None:
         """``parent`` declares the sub-sitemap ``url`` as its ``index``-th followed child:

@@ -171,7 +171,9 @@ class SitemapReader:
         is_index = self.kind in (ROBOTS_TXT, XML_INDEX)
         for entry in entries:
             url = entry[1] if type(entry) is tuple else entry.url
-            if seen.add(url_hash(url if url.isascii() else same_url_key(url))):  # (isascii: the hot path)
+            # a page written two ways is one (same_url_key; isascii: the hot path); a sub-sitemap
+            # is compared as written here, by the discovery once follow/deny have chosen
+            if seen.add(url_hash(url if is_index or url.isascii() else same_url_key(url))):
                 continue
             if is_index and self.entry_count >= self.limits.max_index_children:
                 self.error = SIZE_LIMIT
