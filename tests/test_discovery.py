@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -319,3 +320,17 @@ def test_a_child_written_with_an_idn_host_and_in_punycode_is_followed_once() -> 
     (robots,) = driver.sent
     assert driver.site.follows(robots, "http://b\u00fccher.example/s.xml", "xml_index")
     assert not driver.site.follows(robots, "http://xn--bcher-kva.example/s.xml", "xml_index")
+
+
+@pytest.mark.parametrize(("reason", "warned"), [("HTTP 503", True), ("HTTP 429", True), ("HTTP 404", False)])
+def test_a_robots_txt_the_server_could_not_answer_is_a_warning(
+    reason: str, warned: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a site answering 503 to everything was told from one without sitemaps by nothing
+    driver = Driver()
+    driver.site.start()
+    (robots,) = driver.sent
+    with caplog.at_level(logging.INFO, logger="sitemap_crawl.discovery.site"):
+        driver.site.failed(robots, reason)
+    levels = [record.levelname for record in caplog.records if robots.url in record.getMessage()]
+    assert levels == (["WARNING"] if warned else ["INFO"])

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-from sitemap_crawl.kinds import ErrorReason
+from sitemap_crawl.kinds import HTTP_PREFIX, ErrorReason
 from sitemap_crawl.parsing.fields import usable_url
 
 ROBOTS = "robots"
@@ -122,3 +122,10 @@ class FollowRules:
         if depth > self.max_depth:
             return DEPTH_LIMIT
         return None
+
+
+def is_server_error(reason: str) -> bool:
+    """Whether a failure reason is an HTTP status that says the server could not answer now
+    (5xx, 429 Too Many Requests), not that the file is missing (404) or refused (403)."""
+    status = reason.removeprefix(HTTP_PREFIX + " ")
+    return status != reason and status.isdigit() and (status.startswith("5") or status == "429")

@@ -39,6 +39,7 @@ from sitemap_crawl.discovery.rules import (
     is_left_out,
     is_optional,
     is_robots_txt,
+    is_server_error,
     known_path_urls,
     robots_txt_url,
 )
@@ -253,6 +254,13 @@ class SiteDiscovery:
         elif visit.role == ROBOTS and reason == ErrorReason.SIZE_LIMIT:
             logger.warning("robots.txt %s is over the size cap: its Sitemap: lines are not read", visit.url)
             self.report(visit, NodeKind.ROBOTS_TXT, reason)
+        elif visit.role == ROBOTS and is_server_error(reason):  # the server may be down: say so
+            logger.warning(
+                "robots.txt %s answered %s (after Scrapy's retries): left out of the tree, its Sitemap: "
+                "lines unknown; a site that answers so to every request is mapped without sitemaps",
+                visit.url,
+                reason,
+            )
         elif visit.role == ROBOTS:
             logger.info("robots.txt %s unavailable (%s); left out of the tree", visit.url, reason)
         elif reason == ErrorReason.OFFSITE:  # allowed_domains leaves it out: Scrapy says so at DEBUG
