@@ -314,14 +314,6 @@ def test_a_child_written_raw_and_percent_encoded_is_followed_once(
     assert [url[len(HOME) :] for url in queued] == [fetched]
 
 
-def test_a_child_written_with_an_idn_host_and_in_punycode_is_followed_once() -> None:
-    driver = Driver()
-    driver.site.start()
-    (robots,) = driver.sent
-    assert driver.site.follows(robots, "http://b\u00fccher.example/s.xml", "xml_index")
-    assert not driver.site.follows(robots, "http://xn--bcher-kva.example/s.xml", "xml_index")
-
-
 @pytest.mark.parametrize(("reason", "warned"), [("HTTP 503", True), ("HTTP 429", True), ("HTTP 404", False)])
 def test_a_robots_txt_the_server_could_not_answer_is_a_warning(
     reason: str, warned: bool, caplog: pytest.LogCaptureFixture

@@ -526,13 +526,10 @@ def test_a_page_written_raw_and_percent_encoded_is_one_page() -> None:
         "<url><loc>https://www.example.org/p%C3%A9</loc></url>"
         "<url><loc>https://www.example.org/q%C3%A9?x=\u00e9</loc></url>"
         "<url><loc>https://www.example.org/q\u00e9?x=%C3%A9</loc></url>"
-        "<url><loc>https://b\u00fccher.example/x</loc></url>"
-        "<url><loc>https://xn--bcher-kva.example/x</loc></url>"
     )
     assert [page.url for page in pages(body)] == [
         "https://www.example.org/p\u00e9",
         "https://www.example.org/q%C3%A9?x=\u00e9",
-        "https://b\u00fccher.example/x",
     ]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import posixpath
@@ -207,22 +206,12 @@ _BEYOND_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def same_url_key(url: str) -> str:
-    """What two spellings of one URL share, for deduplication: ``url`` with a host name beyond
-    ASCII in its IDNA form (``bücher.example``: ``xn--bcher-kva.example``) and its other
-    characters beyond ASCII percent-encoded as UTF-8 (``café.xml`` and ``caf%C3%A9.xml`` are
-    one URL: Scrapy requests both as the second). The URL kept is the first spelling met."""
+    """What two spellings of one URL share, for deduplication: ``url`` with its characters
+    beyond ASCII percent-encoded as UTF-8 (``café.xml`` and ``caf%C3%A9.xml`` are one URL:
+    Scrapy requests both as the second). The URL kept is the first spelling met. A host name
+    beyond ASCII and its IDNA form stay two (as ultimate-sitemap-parser keeps them)."""
     if url.isascii():
         return url
-    scheme, separator, rest = url.partition("://")
-    if separator:
-        end = min((index for index in map(rest.find, "/?#") if index >= 0), default=len(rest))
-        authority = rest[:end]
-        if not authority.isascii():
-            user, at, host_port = authority.rpartition("@")
-            host, colon, port = host_port.partition(":")
-            with contextlib.suppress(UnicodeError):  # (else percent-encoded below, as the rest)
-                host = host.encode("idna").decode("ascii")
-            url = f"{scheme}://{user}{at}{host}{colon}{port}{rest[end:]}"
     return _BEYOND_ASCII.sub(lambda match: quote(match.group(), safe="", errors="surrogatepass"), url)
 
 
