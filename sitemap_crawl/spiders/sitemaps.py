@@ -582,10 +582,7 @@ class SitemapsSpider(Spider):
             # after a redirect, or answered 304 unasked): every ending passes here
             self.history.forget(visit.url)
         held = meta.get(HOST_META_KEY) if meta is not None else None
-        if held is None:
-            self.gate.release(host_of(visit.url))
-        elif held:  # ("": stopped while it waited for a place at another host: it holds none)
-            self.gate.release(held)
+        self.gate.release(held or host_of(visit.url))
         discovery = self.sites.get(visit.site)
         if discovery is not None:
             discovery.done(visit)
