@@ -79,6 +79,3 @@ only; allowed_domains still applies to it and to its redirects (internal)."""
 AUDIT_ENCODING_META_KEY = "sitemap_crawl_audit_encoding"
 """Request meta key: the Content-Encoding a sitemap was sent with, noted by the audit before
 Scrapy's HttpCompressionMiddleware decodes the body and removes the header (internal)."""
-HOST_META_KEY = "sitemap_crawl_host"
-"""Request meta key: the host whose place in the spider's per-host limit a ``sitemaps``
-spider's sitemap request holds, once a redirect took it to another host (internal)."""

@@ -45,16 +45,11 @@ def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "
 
 
 def add_unreachable_host_middleware(settings: BaseSettings, priority: int | str) -> None:
-    """Enable the downloader middlewares of sitemap requests: no retry of one whose host cannot
-    be reached, and a redirected one charged to the host it goes to."""
-    from sitemap_crawl.redirect_hosts import REDIRECT_HOST_MIDDLEWARE_ORDER, RedirectHostMiddleware
+    """Enable the middleware that does not retry a sitemap request whose host cannot be reached."""
     from sitemap_crawl.unreachable import UNREACHABLE_MIDDLEWARE_ORDER, UnreachableHostMiddleware
 
     settings.setdefault_in_component_priority_dict(
         "DOWNLOADER_MIDDLEWARES", UnreachableHostMiddleware, UNREACHABLE_MIDDLEWARE_ORDER
-    )
-    settings.setdefault_in_component_priority_dict(
-        "DOWNLOADER_MIDDLEWARES", RedirectHostMiddleware, REDIRECT_HOST_MIDDLEWARE_ORDER
     )
     _raise_priority(settings, "DOWNLOADER_MIDDLEWARES", priority)
 

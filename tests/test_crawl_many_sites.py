@@ -242,24 +242,3 @@ def test_a_run_a_closespider_limit_stops_stops_its_crawl_processes_without_an_er
 
     assert "closespider_pagecount" in result.log
     assert "ERROR" not in result.log, result.log[-3000:]
-
-
-def test_sitemaps_redirected_to_one_host_keep_its_per_host_limit(
-    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
-) -> None:
-    # twelve sites whose sitemaps redirect to one CDN host: the redirected requests kept the
-    # download slot (and the spider's per-host place) of the site they came from, and the CDN
-    # saw twelve requests at once
-    routes: dict[str, RouteLike] = {}
-    names = [f"r{index:02d}.test" for index in range(12)]
-    for name in names:
-        routes[f"//{name}/robots.txt"] = robots(f"{host(name)}/sitemap.xml")
-        routes[f"//{name}/sitemap.xml"] = Route(redirect_to=f"{host('cdn.test')}/{name}.xml")
-        routes[f"//cdn.test/{name}.xml"] = Route(urlset(f"{host(name)}/a"), delay=0.2)
-    site = fixture_site(routes)
-    homepages = tmp_path / "sites.txt"
-    homepages.write_text("".join(f"http://{name}:{site.port}/\n" for name in names), encoding="utf-8")
-    settings = {**SETTINGS, "SITEMAP_CRAWL_KNOWN_PATHS": "sitemap.xml"}
-    result = crawl({"homepages_file": str(homepages)}, settings=settings).assert_ok()
-    assert len(result.pages) == len(names)
-    assert site.most_in_flight["cdn.test"] == PER_HOST, site.most_in_flight

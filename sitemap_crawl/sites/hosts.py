@@ -9,7 +9,6 @@ host has room.
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -63,15 +62,3 @@ class HostGate(Generic[T]):
         self._in_flight[host] = count
         self.most_in_flight = max(self.most_in_flight, count)
         self._send(item)
-
-
-class HostPermit:
-    """A place in a host's limit for a request already under way (one a redirect took to that
-    host): submitted to a :class:`HostGate` like any item, :meth:`grant` when it has room."""
-
-    def __init__(self) -> None:
-        self.granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def grant(self) -> None:
-        if not self.granted.done():
-            self.granted.set_result(None)

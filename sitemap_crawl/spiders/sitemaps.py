@@ -50,7 +50,6 @@ from sitemap_crawl.loader.scrapy_fetcher import use_loader_scheduler
 from sitemap_crawl.memory import trim
 from sitemap_crawl.names import (
     HELD_STAT,
-    HOST_META_KEY,
     META_KEY,
     NOT_FOLLOWED_STAT,
     REQUESTS_STAT,
@@ -69,7 +68,6 @@ from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, pag
 from sitemap_crawl.signals import site_finished, sitemap_node, sitemap_response
 from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 from sitemap_crawl.sites.backlog import SendValve
-from sitemap_crawl.sites.hosts import HostPermit
 from sitemap_crawl.spiders.batch_window import BatchTracker, BatchWindow
 from sitemap_crawl.spiders.download_counts import DownloadCounts
 from sitemap_crawl.wiring import add_sitemap_crawl_components
@@ -318,7 +316,7 @@ class SitemapsSpider(Spider):
         per_host = self.crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         backlog_limit = max(BACKLOG_MIN, 2 * self.crawler.settings.getint("CONCURRENT_REQUESTS"))
         self.valve: SendValve[Visit] = SendValve(backlog_limit, self._responses_in_process, self._send)
-        self.gate: HostGate[Visit | HostPermit] = HostGate(per_host, self._admit)
+        self.gate: HostGate[Visit] = HostGate(per_host, self.valve.submit)
         self.sites: dict[str, SiteDiscovery] = {}
         """The sites being mapped, by website URL."""
         self.sites_done = 0
@@ -519,14 +517,6 @@ class SitemapsSpider(Spider):
         if self.sites or self._open_sites():
             raise DontCloseSpider
 
-    def _admit(self, item: Visit | HostPermit) -> None:
-        """What the per-host gate lets through: a sitemap to request (through the valve), or a
-        redirected request's place at the host it was taken to."""
-        if isinstance(item, HostPermit):
-            item.grant()
-        else:
-            self.valve.submit(item)
-
     def _gate_visit(self, visit: Visit) -> None:
         """A sitemap to fetch: sent once its host has fewer than CONCURRENT_REQUESTS_PER_DOMAIN
         sitemap requests in flight."""
@@ -570,9 +560,8 @@ class SitemapsSpider(Spider):
         """Tell the tree about a node (the sitemap_node signal)."""
         self.crawler.signals.send_catch_log(sitemap_node, node=node, site=website_url)
 
-    def _sitemap_done(self, visit: Visit, meta: dict[str, Any] | None = None) -> None:
-        """A sitemap in flight is done (parsed or failed): send the next waiting one. ``meta``:
-        its request's, which names the host it holds a place at when a redirect took it there."""
+    def _sitemap_done(self, visit: Visit) -> None:
+        """A sitemap in flight is done (parsed or failed): send the next waiting one."""
         if self._body_bytes_since_trim >= TRIM_AFTER_BYTES:
             self._body_bytes_since_trim = 0
             trim()
@@ -581,8 +570,7 @@ class SitemapsSpider(Spider):
             # what was read for its request, if still held (the sitemap failed, was left out
             # after a redirect, or answered 304 unasked): every ending passes here
             self.history.forget(visit.url)
-        held = meta.get(HOST_META_KEY) if meta is not None else None
-        self.gate.release(held or host_of(visit.url))
+        self.gate.release(host_of(visit.url))
         discovery = self.sites.get(visit.site)
         if discovery is not None:
             discovery.done(visit)
@@ -726,7 +714,7 @@ class SitemapsSpider(Spider):
         discovery = self.sites.get(visit.site)
         if discovery is not None:
             discovery.failed(visit, failure_reason(failure), after_redirect=bool(request.meta.get("redirect_urls")))
-        self._sitemap_done(visit, request.meta)
+        self._sitemap_done(visit)
         return self._site_end_rows(visit.site) if visit.site in self._dropping else None
 
     async def read_sitemap(self, response: Response) -> AsyncIterator[Any]:
@@ -745,7 +733,7 @@ class SitemapsSpider(Spider):
             discovery = self.sites.get(visit.site)
             if discovery is not None:
                 discovery.settle(visit)
-            self._sitemap_done(visit, response.meta)
+            self._sitemap_done(visit)
         if visit.site in self._dropping:
             async for output in self._site_end_rows(visit.site):
                 yield output
