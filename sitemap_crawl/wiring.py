@@ -45,11 +45,16 @@ def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "
 
 
 def add_unreachable_host_middleware(settings: BaseSettings, priority: int | str) -> None:
-    """Enable the middleware that does not retry a sitemap request whose host cannot be reached."""
+    """Enable the downloader middlewares of sitemap requests: no retry of one whose host cannot
+    be reached, and a redirected one in the download slot of the host it goes to."""
+    from sitemap_crawl.redirect_slots import REDIRECT_SLOT_MIDDLEWARE_ORDER, RedirectSlotMiddleware
     from sitemap_crawl.unreachable import UNREACHABLE_MIDDLEWARE_ORDER, UnreachableHostMiddleware
 
     settings.setdefault_in_component_priority_dict(
         "DOWNLOADER_MIDDLEWARES", UnreachableHostMiddleware, UNREACHABLE_MIDDLEWARE_ORDER
+    )
+    settings.setdefault_in_component_priority_dict(
+        "DOWNLOADER_MIDDLEWARES", RedirectSlotMiddleware, REDIRECT_SLOT_MIDDLEWARE_ORDER
     )
     _raise_priority(settings, "DOWNLOADER_MIDDLEWARES", priority)
 
