@@ -264,24 +264,19 @@ def test_without_robots_txt_a_first_known_path_refused_makes_the_site_unreachabl
     assert len(driver.reports) == 2 and driver.site.finish()
 
 
-def test_without_robots_txt_a_dropped_connection_is_one_path_s_failure() -> None:
-    # a server that drops one path's connection answers the others: the site was "unreachable"
+@pytest.mark.parametrize(
+    "failures",
+    [
+        ("connection error", "timeout"),  # one path's dropped connection: the site was "unreachable"
+        ("HTTP 404", "connection refused"),  # refused after an answer: only a probe that failed
+    ],
+)
+def test_without_robots_txt_not_every_failed_known_path_makes_the_site_unreachable(failures: tuple[str, str]) -> None:
     driver = Driver(use_robots=False, known_paths=["a.xml", "b.xml"], concurrency=2)
     driver.site.start()
     driver.site.idle()
-    first, second = driver.sent
-    driver.site.failed(first, "connection error")
-    driver.site.failed(second, "timeout")
-    assert driver.site.unreachable is None
-
-
-def test_without_robots_txt_a_known_path_failing_after_an_answer_is_only_a_probe() -> None:
-    driver = Driver(use_robots=False, known_paths=["a.xml", "b.xml"], concurrency=2)
-    driver.site.start()
-    driver.site.idle()
-    first, second = driver.sent
-    driver.site.failed(first, "HTTP 404")
-    driver.site.failed(second, "timeout")
+    for visit, reason in zip(driver.sent, failures, strict=True):
+        driver.site.failed(visit, reason)
     assert driver.site.unreachable is None
 
 
