@@ -229,7 +229,9 @@ class SiteDiscovery:
         if self._makes_unreachable(visit, reason):
             self.unreachable = reason
             self._known_paths_sent = True
-            self._waiting = deque(waiting for waiting in self._waiting if waiting.role != KNOWN)
+            for dropped in [waiting for waiting in self._waiting if waiting.role == KNOWN]:
+                self._waiting.remove(dropped)  # the other well-known paths are not probed
+                self._waiting_urls.discard(dropped.url)
             logger.warning(
                 "Site %s is unreachable (%s): its %swell-known paths are not probed",
                 self.website_url,
