@@ -237,6 +237,10 @@ ENCODED_URLS = ["https://www.example.org/café", "https://www.example.org/a"]
         (codecs.BOM_UTF32_BE + _document("UTF-32").encode("utf-32-be"), "utf-32-be BOM"),
         (codecs.BOM_UTF32_LE + _document(None).encode("utf-32-le"), "utf-32-le BOM, no declaration"),
         (_document(None).encode("utf-32-be"), "utf-32-be, no BOM, no declaration"),
+        # whitespace before the "<" of UTF-16/32 without a mark: "not a sitemap"
+        (("\n " + _document(None)).encode("utf-16-le"), "utf-16-le, no BOM, whitespace"),
+        (("\r\n" + _document(None)).encode("utf-16-be"), "utf-16-be, no BOM, whitespace"),
+        (("\n" + _document(None)).encode("utf-32-le"), "utf-32-le, no BOM, whitespace"),
         # whitespace after the mark hid the encoding from libxml2 once the mark was dropped
         (codecs.BOM_UTF32_LE + ("\n " + _document(None)).encode("utf-32-le"), "utf-32-le BOM, whitespace"),
         (codecs.BOM_UTF32_BE + ("\r\n\t" + _document(None)).encode("utf-32-be"), "utf-32-be BOM, whitespace"),

@@ -174,8 +174,29 @@ def sniff(head: bytes) -> BodyFormat:
     return BodyFormat.XML if text.startswith("<") else BodyFormat.TEXT
 
 
+_WIDE_ENCODINGS = (("utf-32-le", 4), ("utf-32-be", 4), ("utf-16-le", 2), ("utf-16-be", 2))
+_WIDE_SPACES = {encoding: frozenset(space.encode(encoding) for space in " \t\r\n") for encoding, _ in _WIDE_ENCODINGS}
+
+
+def wide_markup_start(head: bytes) -> tuple[str, int] | None:
+    """A UTF-16 or UTF-32 body without a byte order mark whose whitespace comes before its first
+    ``<``: its encoding and where that ``<`` is (None for any other body: one that starts with
+    ``<`` is told by :data:`UTF16_STARTS` / :data:`UTF32_STARTS`)."""
+    for encoding, width in _WIDE_ENCODINGS:
+        spaces = _WIDE_SPACES[encoding]
+        offset = 0
+        while head[offset : offset + width] in spaces:
+            offset += width
+        if offset and head[offset : offset + width] == "<".encode(encoding):
+            return encoding, offset
+    return None
+
+
 def leading_text(head: bytes) -> str:
     """The start of a body as text, after any BOM and leading whitespace."""
+    wide = wide_markup_start(head)
+    if wide is not None:
+        head = head[wide[1] :]
     if head.startswith(UTF32_BOMS):
         encoding = "utf-32"
     elif head.startswith(_UTF16_BOMS):

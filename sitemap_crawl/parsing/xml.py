@@ -32,7 +32,7 @@ from sitemap_crawl.parsing.fields import (
     resolve_url,
     split_list,
 )
-from sitemap_crawl.parsing.stream import UTF16_STARTS, UTF32_BOMS, UTF32_STARTS, StreamError
+from sitemap_crawl.parsing.stream import UTF16_STARTS, UTF32_BOMS, UTF32_STARTS, StreamError, wide_markup_start
 
 _ROOT_SCAN_LIMIT = 1 << 20
 FEED_SIZE = 32 * 1024
@@ -414,6 +414,9 @@ def push_parser_start(chunk: bytes) -> bytes:
     dropped, the parser tells UTF-32 from the ``<`` that follows. UTF-16 without a byte
     order mark is read by it only when it starts ``<?xml``: a mark is put before any
     other start. Every other start passes unchanged."""
+    wide = wide_markup_start(chunk)
+    if wide is not None:  # whitespace before the "<" of UTF-16/32 without a mark hides the encoding
+        chunk = chunk[wide[1] :]
     if chunk.startswith(UTF32_BOMS):
         # without the mark, libxml2 tells UTF-32 from the "<": whitespace before it goes too
         spaces = _UTF32_SPACES_BE if chunk.startswith(codecs.BOM_UTF32_BE) else _UTF32_SPACES_LE
