@@ -17,8 +17,7 @@ from __future__ import annotations
 from scrapy import Request
 from scrapy.utils.httpobj import urlparse_cached
 
-from sitemap_crawl.discovery.site import Visit
-from sitemap_crawl.names import META_KEY, SITEMAP_META_KEY
+from sitemap_crawl.discovery.site import is_sitemap_meta
 
 REDIRECT_SLOT_MIDDLEWARE_ORDER = 590
 """Any order would do: every process_request runs before the downloader picks the slot."""
@@ -32,7 +31,7 @@ class RedirectSlotMiddleware:
         meta = request.meta
         if _SLOT not in meta or not meta.get("redirect_urls"):
             return
-        if not (isinstance(meta.get(META_KEY), Visit) or meta.get(SITEMAP_META_KEY) is True):
+        if not is_sitemap_meta(meta):
             return
         if meta[_SLOT] != (urlparse_cached(request).hostname or ""):
             del meta[_SLOT]  # the downloader gives it the slot of its own host

@@ -50,7 +50,7 @@ from sitemap_crawl.loader import (
 )
 from sitemap_crawl.parsing.fields import normalize_change_frequency, normalize_date, normalize_priority
 from sitemap_crawl.settings_reader import SettingsReader
-from sitemap_crawl.wiring import add_unreachable_host_middleware
+from sitemap_crawl.wiring import add_sitemap_request_middlewares
 
 if TYPE_CHECKING:
     from typing import Self
@@ -157,7 +157,7 @@ class SitemapSpider(Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
-        add_unreachable_host_middleware(settings, "spider")
+        add_sitemap_request_middlewares(settings, "spider")
         register_page_adapter()  # meta["sitemap_page"], yielded as an item, has the feeds' fields
         # Page requests are persisted by the loader: keep them out of JOBDIR's disk queue
         # (a project with its own scheduler keeps it).

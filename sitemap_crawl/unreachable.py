@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from scrapy import Request
 
-from sitemap_crawl.discovery.site import Visit
+from sitemap_crawl.discovery.site import is_sitemap_meta
 from sitemap_crawl.failures import failure_reason
 from sitemap_crawl.kinds import ErrorReason
-from sitemap_crawl.names import META_KEY, SITEMAP_META_KEY
 
 NOT_RETRIED = frozenset({ErrorReason.DNS_LOOKUP_FAILED, ErrorReason.CONNECTION_REFUSED})
 """Failure reasons (sitemap_crawl.failures) that say the host cannot be reached at all."""
@@ -30,6 +29,5 @@ class UnreachableHostMiddleware:
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         meta = request.meta
-        is_sitemap = isinstance(meta.get(META_KEY), Visit) or meta.get(SITEMAP_META_KEY) is True
-        if is_sitemap and failure_reason(exception) in NOT_RETRIED:
+        if is_sitemap_meta(meta) and failure_reason(exception) in NOT_RETRIED:
             request.meta["dont_retry"] = True

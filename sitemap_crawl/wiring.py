@@ -32,7 +32,7 @@ def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "
 
     settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapAuditExtension, TREE_EXTENSION_ORDER + 1)
     _raise_priority(settings, "EXTENSIONS", priority)
-    add_unreachable_host_middleware(settings, priority)
+    add_sitemap_request_middlewares(settings, priority)
     exporters = settings.getdict("FEED_EXPORTERS")
     changed = False
     for feed_format, exporter in EXPORTERS.items():
@@ -44,7 +44,7 @@ def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "
     _raise_priority(settings, "FEED_EXPORTERS", priority)
 
 
-def add_unreachable_host_middleware(settings: BaseSettings, priority: int | str) -> None:
+def add_sitemap_request_middlewares(settings: BaseSettings, priority: int | str) -> None:
     """Enable the downloader middlewares of sitemap requests: no retry of one whose host cannot
     be reached, and a redirected one in the download slot of the host it goes to."""
     from sitemap_crawl.redirect_slots import REDIRECT_SLOT_MIDDLEWARE_ORDER, RedirectSlotMiddleware

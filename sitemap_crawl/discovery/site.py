@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sitemap_crawl.discovery.rules import (
     ALWAYS,
@@ -45,6 +46,7 @@ from sitemap_crawl.discovery.rules import (
 )
 from sitemap_crawl.items import NodeReport
 from sitemap_crawl.kinds import ErrorReason, NodeKind
+from sitemap_crawl.names import META_KEY, SITEMAP_META_KEY
 from sitemap_crawl.parsing.fields import same_url_key
 
 logger = logging.getLogger(__name__)
@@ -80,6 +82,12 @@ class Visit:
     def left_out(self, error: str | None) -> bool:
         """Left out of the tree when it fails with ``error`` (None: lists nothing): :func:`is_left_out`."""
         return is_left_out(self.role, error)
+
+
+def is_sitemap_meta(meta: Mapping[str, Any]) -> bool:
+    """Whether a request's meta is a sitemap request's: the ``sitemaps`` spider's (it holds a
+    :class:`Visit`) or a SitemapRequestLoader's (marked so)."""
+    return isinstance(meta.get(META_KEY), Visit) or meta.get(SITEMAP_META_KEY) is True
 
 
 Send = Callable[[Visit], None]
