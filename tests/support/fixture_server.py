@@ -321,7 +321,7 @@ class _Handler(BaseHTTPRequestHandler):
         if validators and self._not_modified(route):
             self._send(304, b"", [*validators, ("Content-Length", "0")], head=True)
             return
-        self._send_route(route, head=head)
+        self._send_route(route, head=head, drop_after=route.drop_after)
 
     def _not_modified(self, route: Route) -> bool:
         """Whether the request's conditional headers match the route's validators."""
@@ -331,8 +331,8 @@ class _Handler(BaseHTTPRequestHandler):
         since = self.headers.get("If-Modified-Since")
         return since is not None and route.last_modified is not None and since == route.last_modified
 
-    def _send_route(self, route: Route, *, head: bool, drop_after: int | None = -1) -> None:
-        """Answer with the route's body (``drop_after``: the route's own unless given)."""
+    def _send_route(self, route: Route, *, head: bool, drop_after: int | None) -> None:
+        """Answer with the route's body, broken off after ``drop_after`` bytes if not None."""
         site = self.server.site
         body = site.render(route.body, format_bytes=route.format_bytes)
         if route.gzip_file:
@@ -360,7 +360,7 @@ class _Handler(BaseHTTPRequestHandler):
             head=head,
             trickle=route.trickle,
             chunked=route.chunked,
-            drop_after=route.drop_after if drop_after == -1 else drop_after,
+            drop_after=drop_after,
         )
 
     def _send(
