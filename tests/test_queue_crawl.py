@@ -543,15 +543,19 @@ def test_two_entries_of_one_site_are_mapped_once_and_the_worker_ends(
     assert rows_by_site(collected) == expected_urls({homepage: pages})
 
 
-def test_a_worker_whose_server_cannot_be_reached_stops_at_once(crawl: CrawlRunner, tmp_path: Path) -> None:
+def test_a_worker_whose_server_cannot_be_reached_does_not_start(crawl: CrawlRunner, tmp_path: Path) -> None:
+    tree_file = tmp_path / "trees.jsonl"
     result = crawl.start(
         {"queue": "redis://127.0.0.1:1/0"},
         output_format=None,
-        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees.jsonl")},
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tree_file)},
     ).wait(60)
-    assert result.stats["finish_reason"] == "queue_unavailable"
+    # exit status 1 (it was 0, the crawl closed as queue_unavailable): a supervisor restarts it
+    assert result.returncode == 1 and "Spider opened" not in result.log
     assert result.log_count("The queue server redis://127.0.0.1:1/0 cannot be reached") == 1
+    assert result.log_count("this worker did not start") == 1
     assert "Traceback" not in result.log and result.duration < 30
+    assert not tree_file.exists()
     bad = crawl.start({"queue": "http://127.0.0.1:1/"}, output_format=None).wait(60)
     assert bad.returncode == 1 and "is not a redis:// or rediss:// URL" in bad.log
     # the Redis client raised at the first command (a traceback), and the worker hung

@@ -204,13 +204,32 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
+CONNECT_TIMEOUT = 10
+"""Seconds to wait for the server to accept a connection."""
+
+
+def check_server(config: QueueConfig) -> None:
+    """PING the server with redis-py's blocking client: RedisError when it cannot be reached.
+
+    For the one moment a worker must know before its crawl starts (its spider's
+    ``from_crawler``, before any request): the crawl's own commands use the asyncio client.
+    """
+    from redis import Redis
+
+    client = Redis.from_url(config.url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT)
+    try:
+        client.ping()
+    finally:
+        client.close()
+
+
 class SiteQueue:
     """One queue of sites on one server (see the module docstring)."""
 
     def __init__(self, config: QueueConfig, client: aioredis.Redis | None = None) -> None:
         self.config = config
         self.client = client or aioredis.Redis.from_url(
-            config.url, decode_responses=True, socket_connect_timeout=10, health_check_interval=30
+            config.url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT, health_check_interval=30
         )
         self.round_trips = 0
         """Commands and scripts sent (a pipeline counts once)."""

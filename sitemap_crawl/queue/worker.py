@@ -60,7 +60,7 @@ from sitemap_crawl.names import (
 from sitemap_crawl.queue.config import QueueConfig, display_url
 from sitemap_crawl.queue.files import lock_outputs, prepare_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
-from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue
+from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue, check_server
 from sitemap_crawl.signals import site_acknowledged, site_finished, sitemap_node
 from sitemap_crawl.sites.shard import Shard
 from sitemap_crawl.tree_file import is_lines_file
@@ -82,6 +82,11 @@ def worker_name() -> str:
 class _Mapped:
     lease: Lease
     unreachable: str | None
+
+
+class QueueUnreachableError(SpiderArgumentError):
+    """The queue's server did not answer as the worker started: the crawl stops before it
+    starts (one error line, exit status 1, as for a bad argument)."""
 
 
 class QueueWorker:
@@ -128,6 +133,12 @@ class QueueWorker:
         self.crawler = crawler
         self.spider = spider
         self.config = QueueConfig.from_settings(self.url, crawler.settings)
+        try:
+            check_server(self.config)  # (before the crawl starts: a worker that cannot work exits 1)
+        except RedisError as exc:
+            raise QueueUnreachableError(
+                f"The queue server {display_url(self.url)} cannot be reached ({exc}): this worker did not start"
+            ) from None
         tree_file = crawler.settings.get("SITEMAP_CRAWL_TREE_FILE")
         if tree_file and not is_lines_file(tree_file):
             raise SpiderArgumentError(

@@ -171,8 +171,13 @@ class SitemapsSpider(Spider):
                 raise SpiderArgumentError(f"{name}: {problem}")
         spider.known_paths_mode = config.known_paths_mode
         if spider.queue is not None:
+            from sitemap_crawl.queue.worker import QueueUnreachableError  # (loaded with the queue)
+
             try:
                 spider.queue.bind(crawler, spider)
+            except QueueUnreachableError as exc:
+                logger.error("%s", exc)
+                raise
             except SpiderArgumentError as exc:
                 logger.error("Bad argument for the %s spider: %s", spider.name, exc)
                 raise
