@@ -539,3 +539,67 @@ def test_the_removed_rows_are_given_when_the_sites_last_sitemap_fails(
 
     assert _changes(second.pages, site.base) == [("/g1", "removed")]
     assert second.tree_text().count("invalid") == 1, second.tree_text()
+
+
+def test_a_sitemap_two_sites_list_gives_each_site_its_own_changes(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    shared = fixture_site({"/shared.xml": urlset("{base}/s1", "{base}/s2")})
+    sites = [fixture_site({"/robots.txt": robots(shared.url("/shared.xml"))}) for _ in range(2)]
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text("".join(f"{site.base}/\n" for site in sites))
+    history = tmp_path / "history.sqlite"
+
+    def run() -> list[tuple[str, str, str]]:
+        result = crawl(
+            {"homepages_file": str(homepages), "use_known_paths": False},
+            settings={**FAST, "SITEMAP_CRAWL_HISTORY": str(history)},
+        ).assert_ok()
+        return sorted((row["website"], row["url"].removeprefix(shared.base), row["change"]) for row in result.pages)
+
+    first = run()
+    assert first == sorted((site.url("/"), page, "added") for site in sites for page in ("/s1", "/s2"))
+    shared["/shared.xml"] = urlset("{base}/s1", "{base}/s3")
+
+    second = run()
+
+    # s1 did not change: before, the site whose run wrote the history last had it (and s2
+    # while it lasted) "modified", and both "removed" rows named that one site
+    expected = [
+        (site.url("/"), page, change) for site in sites for page, change in (("/s2", "removed"), ("/s3", "added"))
+    ]
+    assert second == sorted(expected)
+
+
+def test_one_sitemap_spelled_two_ways_is_one_sitemap_of_the_history(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = fixture_site({"/robots.txt": robots("{base}/café.xml"), "/caf%C3%A9.xml": urlset("{base}/c1")})
+    history = tmp_path / "history.sqlite"
+    assert _changes(_run(crawl, site, history).pages, site.base) == [("/c1", "added")]
+    site["/robots.txt"] = robots("{base}/caf%C3%A9.xml")  # the same request
+
+    second = _run(crawl, site, history)
+
+    # before: c1 "added" (under the new spelling), then "removed" (under the old one)
+    assert second.pages == []
+    assert [node["change"] for _url, node in _nodes(second) if node["kind"] == "xml_urlset"] == ["unchanged"]
+
+
+def test_a_history_that_keyed_a_sitemap_by_its_iri_finds_it_again(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = fixture_site({"/robots.txt": robots("{base}/café.xml"), "/caf%C3%A9.xml": urlset("{base}/c1")})
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    with sqlite3.connect(history) as db:  # as files written before the URL key held it
+        db.execute("UPDATE sitemaps SET url = ? WHERE url = ?", (site.url("/café.xml"), site.url("/caf%C3%A9.xml")))
+    db.close()
+
+    second = _run(crawl, site, history)
+
+    assert second.pages == []
+    with sqlite3.connect(history) as db:
+        stored = {url for (url,) in db.execute("SELECT url FROM sitemaps")}
+    assert stored == {site.url("/robots.txt"), site.url("/caf%C3%A9.xml")}
+    db.close()

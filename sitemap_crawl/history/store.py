@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sitemap_crawl.items import SitemapRef
+from sitemap_crawl.parsing.fields import same_url_key
 
 T = TypeVar("T")
 
@@ -113,6 +114,7 @@ class SitemapState:
     """What the history holds of one sitemap, pages aside."""
 
     url: str
+    """Its URL as the history keys it (:func:`~sitemap_crawl.parsing.fields.same_url_key`)."""
     kind: str
     etag: str | None = None
     last_modified: str | None = None
@@ -147,6 +149,14 @@ def _state_from_json(text: str) -> SitemapState:
 StoredPages = dict[str, tuple[str, bytes]]
 """Page URL -> (record hash, record JSON) of one sitemap (the file holds the JSON
 compressed: compressed and decompressed on the store's thread, off the reactor's)."""
+
+
+def _key_sitemap_urls(db: sqlite3.Connection) -> None:
+    """Key the sitemaps of a file written before they were keyed by :func:`same_url_key` (the
+    crawl's one URL for ``café.xml`` and ``caf%C3%A9.xml``), so that they are found again. A
+    sitemap stored under both spellings keeps the row of the second."""
+    db.create_function("same_url_key", 1, same_url_key, deterministic=True)
+    db.execute("UPDATE OR IGNORE sitemaps SET url = same_url_key(url) WHERE url GLOB '*[^ -~]*'")
 
 
 class HistoryStore:
@@ -228,6 +238,7 @@ class HistoryStore:
             db.execute("BEGIN IMMEDIATE")  # the write lock now: a lock held elsewhere is waited for
             if tables:
                 self._check(db)
+                _key_sitemap_urls(db)
             else:
                 for statement in _HISTORY_TABLES:
                     db.execute(statement)
@@ -292,14 +303,18 @@ class HistoryStore:
 
     def _listers(self, url: str) -> set[str]:
         assert self._db is not None
-        needle = json.dumps(url)
+        needle = json.dumps(url.partition("%")[0])[:-1]  # (what every spelling of url starts with)
         rows = self._db.execute(
             "SELECT url, children FROM sitemaps WHERE url NOT IN (SELECT url FROM before_run) "
             "AND instr(children, ?) > 0 UNION ALL "
             "SELECT url, children FROM before_run WHERE kind IS NOT NULL AND instr(children, ?) > 0",
             (needle, needle),
         )
-        return {lister for lister, children in rows if any(ref.url == url for ref in children_from_json(children))}
+        return {
+            lister
+            for lister, children in rows
+            if any(same_url_key(ref.url) == url for ref in children_from_json(children))
+        }
 
     def _commit(self, state: SitemapState, pages: list[tuple[str, str, bytes]] | None, forget: list[str]) -> None:
         with self._transaction() as db:

@@ -38,6 +38,7 @@ from sitemap_crawl.history.diff import ADDED, MODIFIED, REMOVED, diff_pages
 from sitemap_crawl.history.store import HistoryStore, SitemapState
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.names import HISTORY_STATS_PREFIX
+from sitemap_crawl.parsing.fields import same_url_key
 from sitemap_crawl.signals import site_acknowledged
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,24 @@ def _record_hash(record: bytes) -> str:
 
 def _changed(page: SitemapPage, change: str, attempt: str | None) -> SitemapPage:
     return dataclasses.replace(page, change=change, attempt=attempt)
+
+
+def _removed(record: bytes, site: str, attempt: str | None) -> SitemapPage:
+    """The row of a page gone from ``site``'s sitemap, from its stored record (which names no
+    website: one sitemap may be listed by several sites of a run)."""
+    return dataclasses.replace(page_from_dict(orjson.loads(record)), website=site, change=REMOVED, attempt=attempt)
+
+
+def page_record(page: SitemapPage) -> bytes:
+    """What the history stores of a page, and hashes to tell it modified: the page without the
+    website that listed it (a sitemap several sites list holds one record a page) nor a
+    queue run's attempt (the rows get those)."""
+    website, attempt = page.website, page.attempt
+    page.website = page.attempt = None
+    try:
+        return orjson.dumps(page)
+    finally:
+        page.website, page.attempt = website, attempt
 
 
 @dataclass(slots=True)
@@ -95,7 +114,7 @@ class SitemapChanges:
     def add_page(self, page: SitemapPage) -> None:
         """A page it lists (without ``attempt``: :meth:`HistoryTracker.rows` gives it)."""
         if page.url not in self.pages:
-            record = orjson.dumps(page)
+            record = page_record(page)
             self.pages[page.url] = (_record_hash(record), record, page)
 
     def rows_exported(self, rows: list[SitemapPage]) -> list[SitemapPage]:
@@ -105,7 +124,7 @@ class SitemapChanges:
 
     def add_listed(self, ref: SitemapRef) -> None:
         """A sub-sitemap it lists, whether this run follows it or not (all are stored)."""
-        self.listed.add(ref.url)
+        self.listed.add(same_url_key(ref.url))
         self.after.children.append(ref)
 
 
@@ -154,6 +173,7 @@ class HistoryTracker:
 
     async def request_headers(self, url: str) -> dict[str, str]:
         """Read a sitemap's stored state; the conditional headers its request carries."""
+        url = same_url_key(url)
         self._in_flight[url] += 1  # (counted first: forget() is called however this ends)
         self._read.add(url)
         state = await self.store.state(url)
@@ -169,6 +189,7 @@ class HistoryTracker:
     def forget(self, url: str) -> None:
         """A request for the sitemap ended (read, failed, or left out after a redirect): the
         state read for it is dropped with the last request for that URL."""
+        url = same_url_key(url)
         self._in_flight[url] -= 1
         if self._in_flight[url] <= 0:
             del self._in_flight[url]
@@ -177,7 +198,7 @@ class HistoryTracker:
     def unchanged(self, url: str, response: Response) -> SitemapState | None:
         """The stored state when the response says the sitemap did not change (304, or the
         stored body hash), else None."""
-        state = self._states.get(url)
+        state = self._states.get(same_url_key(url))
         if state is None or state.body_hash is None:
             return None
         if response.status == NOT_MODIFIED:
@@ -197,6 +218,7 @@ class HistoryTracker:
     def start(self, url: str, site: str, kind: str, response: Response, attempt: str | None = None) -> SitemapChanges:
         """A changed (or new) sitemap of ``site``: collect what it lists (dropped, uncounted,
         if it fails); ``attempt``: a queue run's attempt at the site, which its rows carry."""
+        url = same_url_key(url)
         before = self._states.get(url)
         etag, modified = _validators(response)
         after = SitemapState(url, kind, etag, modified, body_hash(response.body))
@@ -219,13 +241,11 @@ class HistoryTracker:
         attempt = changes.attempt
         rows = [_changed(current[url][2], ADDED, attempt) for url in diff.added]
         rows += [_changed(current[url][2], MODIFIED, attempt) for url in diff.modified]
-        for url in diff.removed:
-            page = page_from_dict(orjson.loads(stored[url][1]))
-            rows.append(_changed(page, REMOVED, attempt))
+        rows += [_removed(stored[url][1], changes.site, attempt) for url in diff.removed]
         if not partial:
             self._listings_read.add(changes.url)
             if changes.before is not None:
-                stored_children = dict.fromkeys(child.url for child in changes.before.children)
+                stored_children = dict.fromkeys(same_url_key(child.url) for child in changes.before.children)
                 changes.dropped = [url for url in stored_children if url not in changes.listed]
         self._inc(ADDED, len(diff.added))
         self._inc(MODIFIED, len(diff.modified))
@@ -285,7 +305,7 @@ class HistoryTracker:
                     continue
                 changes.forget.append(url)
                 for _digest, record in (await self.store.pages(url)).values():
-                    rows.append(_changed(page_from_dict(orjson.loads(record)), REMOVED, changes.attempt))
+                    rows.append(_removed(record, changes.site, changes.attempt))
                 below += children[url][::-1]
             self._inc(REMOVED, len(rows))
             result.append(rows)
@@ -345,7 +365,7 @@ class HistoryTracker:
         """The children an unchanged sitemap lists, as stored: every one, followed last run or
         not (the spider puts them through this run's follow / deny / since)."""
         self._listings_read.add(state.url)
-        self._listed.update(child.url for child in state.children)
+        self._listed.update(same_url_key(child.url) for child in state.children)
         return state.children
 
 

@@ -61,6 +61,7 @@ from sitemap_crawl.names import (
 from sitemap_crawl.offload import SitemapReaders
 from sitemap_crawl.output_paths import unwritable_reason
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
+from sitemap_crawl.parsing.fields import same_url_key
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
 from sitemap_crawl.queue.config import parse_queue_url
 from sitemap_crawl.settings_reader import SettingsReader
@@ -639,7 +640,7 @@ class SitemapsSpider(Spider):
         assert self.history is not None
         try:
             # a sitemap a parent drops but a well-known path still finds is not removed
-            known_urls = frozenset(discovery.known_urls)
+            known_urls = frozenset(same_url_key(url) for url in discovery.known_urls)  # (as the history keys them)
             removed = await self.history.dropped_rows(
                 [changes for _visit, changes in dropping], known_urls.__contains__
             )
