@@ -3,9 +3,12 @@ crawl helpers)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+import threading
+from collections.abc import Iterator
 
 
 def child_process_env() -> dict[str, str]:
@@ -31,3 +34,21 @@ def ignore_terminal_interrupt() -> None:
     all it sent), where a KeyboardInterrupt would kill them mid-answer (a traceback, the
     audit's report never written)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def children_ignore_terminal_interrupt() -> Iterator[None]:
+    """Start the children inside this block so that they ignore SIGINT from their first
+    instruction, not only once their ``main()`` runs (:func:`ignore_terminal_interrupt`):
+    an ignored signal stays ignored across ``exec`` (a handler does not), so a Ctrl-C while
+    a child still imports its modules does not kill it with a traceback. This process
+    ignores SIGINT for those few milliseconds; outside the main thread (where signals
+    cannot be set) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

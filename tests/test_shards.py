@@ -226,3 +226,71 @@ def test_one_ctrl_c_in_a_terminal_is_one_graceful_stop_of_every_process(
 
     assert "forcing unclean shutdown" not in result.log
     _assert_every_requested_sitemap_is_mapped(result, site, trees_path)
+
+
+def test_a_ctrl_c_while_a_helper_starts_is_one_graceful_stop(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # a helper still importing Scrapy died of the SIGINT (a KeyboardInterrupt traceback, "ended
+    # with exit code -2"): it ignored it only once started; now it is started ignoring it
+    _site, _hosts, homepages, trees_path = _slow_sites(fixture_site, tmp_path)
+    running = crawl.start(
+        {"homepages_file": str(homepages)}, settings={**STOP_SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(trees_path)}
+    )
+    assert running.wait_for_log("Mapping the sites in 2 crawl processes"), running.log()[-3000:]
+
+    os.killpg(running.pid, signal.SIGINT)
+    result = running.wait(60).assert_ok()
+
+    assert "Traceback" not in result.log and "KeyboardInterrupt" not in result.log
+    assert result.log_count("Crawl process 1/2 stopped with the run") == 1
+    assert result.log_lines("ERROR") == []
+
+
+def _helper_pid(running: Any) -> int | None:
+    """The helper crawl process of a running crawl, found in /proc."""
+    for pid in running.session_processes():
+        try:
+            if b"sitemap_crawl.shards.runner" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def test_the_sites_a_dead_helper_had_not_started_are_mapped_by_the_main_process(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    names = [f"d{n}.test" for n in range(60)]
+    hosts = [name for name in names if Shard(0, 2).holds(name)][:2]
+    helper_hosts = [name for name in names if Shard(1, 2).holds(name)][:6]
+    routes: dict[str, RouteLike] = {}
+    for name in hosts + helper_hosts:
+        base = f"http://{name}:{{port}}"
+        routes[f"//{name}/robots.txt"] = robots(f"{base}/a.xml")
+        routes[f"//{name}/a.xml"] = Route(urlset(*(f"{base}/a{i}" for i in range(3))), delay=SLOW_S)
+    site = fixture_site(routes)
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text("".join(f"http://{name}:{site.port}/\n" for name in hosts + helper_hosts), "utf-8")
+    trees_path = tmp_path / "trees.jsonl"
+    running = crawl.start(
+        {"homepages_file": str(homepages)}, settings={**STOP_SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(trees_path)}
+    )
+    deadline = time.monotonic() + 30
+    while not all(any(host in url for url in _requested_sitemaps(site)) for host in helper_hosts[:2]):
+        assert time.monotonic() < deadline and running.running(), running.log()[-3000:]
+        time.sleep(0.05)
+    time.sleep(0.3)  # (its reports of the two robots.txt it read reach the pipe; a.xml answers in 1 s)
+    helper = _helper_pid(running)
+    assert helper is not None
+
+    os.kill(helper, signal.SIGKILL)
+    result = running.wait(90)
+
+    # before: the 4 sites of its share it had not started were in neither the tree nor the feed
+    websites = [json.loads(line)["url"] for line in trees_path.read_text("utf-8").splitlines()]
+    assert sorted(websites) == sorted(f"http://{name}:{site.port}/" for name in hosts + helper_hosts)
+    assert result.log_count("This process maps the 4 sites crawl process 1/2 had not started") == 1
+    mapped_here = [f"http://{name}:{site.port}/" for name in helper_hosts[2:]]
+    assert {row["website"] for row in result.pages} >= set(mapped_here)
+    assert all(sum(row["website"] == website for row in result.pages) == 3 for website in mapped_here)

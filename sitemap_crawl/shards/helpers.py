@@ -13,7 +13,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -22,9 +22,9 @@ from scrapy.statscollectors import StatsCollector
 from sitemap_crawl.codec import page_from_tuple
 from sitemap_crawl.items import PageBatch
 from sitemap_crawl.parsing.worker_protocol import HEADER_SIZE, decode_frame, decode_length
-from sitemap_crawl.processes import child_process_env
+from sitemap_crawl.processes import child_process_env, children_ignore_terminal_interrupt
 from sitemap_crawl.shards.output import MAX_STATS
-from sitemap_crawl.shards.protocol import NODE, PAGES, RUNNER_MODULE, SITE, STATS, Shard
+from sitemap_crawl.shards.protocol import ENDED, NODE, PAGES, RUNNER_MODULE, SITE, STATS, Shard
 from sitemap_crawl.shards.settings_copy import copy_settings
 
 logger = logging.getLogger(__name__)
@@ -59,6 +59,9 @@ class HelperProcesses:
         self._stopping = False
         """The main process is stopping the helpers (SIGTERM): one that ends so did not die."""
         self._progress: dict[Shard, tuple[int, int]] = {}
+        self._started_since: dict[Shard, set[str]] = {}
+        """Each helper's sites named in its messages since the last site it finished (those
+        it started after it told how many it had taken)."""
 
     @property
     def running(self) -> int:
@@ -76,15 +79,16 @@ class HelperProcesses:
         for index in range(1, self.count):
             shard = Shard(index, self.count)
             spec = {"spider": self.spider_path, "arguments": self.arguments, "settings": settings, "shard": str(shard)}
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                RUNNER_MODULE,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                limit=1 << 20,
-                env=child_process_env(),
-            )
+            with children_ignore_terminal_interrupt():  # (Ctrl-C while it starts: stopped by this process)
+                process = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    RUNNER_MODULE,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    limit=1 << 20,
+                    env=child_process_env(),
+                )
             assert process.stdin is not None
             process.stdin.write(json.dumps(spec).encode())
             await process.stdin.drain()
@@ -126,9 +130,14 @@ class HelperProcesses:
                         shard,
                         message,
                     )
+                    if not self.engine_closing():
+                        yield ENDED, (ENDED, shard)
                 continue
             if message[0] == SITE:
                 self._progress[shard] = (message[3], message[4])
+                self._started_since[shard] = set()
+            elif message[0] in (NODE, PAGES):
+                self._started_since.setdefault(shard, set()).add(message[1])
             if message[0] == STATS:
                 self.add_stats(message[1])
                 continue
@@ -150,7 +159,15 @@ class HelperProcesses:
         for name, value in self.maxima.items():
             stats.max_value(name, value)
 
-    def _engine_closing(self) -> bool:
+    def not_started(self, shard: Shard, share: Iterable[str]) -> list[str]:
+        """The homepages of ``share`` (a helper's, in list order, as it takes them) that the
+        helper of ``shard`` had not started when it ended: past the count it had taken as of
+        the last site it finished, and never named in its messages since."""
+        _in_flight, taken = self._progress.get(shard, (0, 0))
+        started = self._started_since.get(shard, set())
+        return [homepage for position, homepage in enumerate(share) if position >= taken and homepage not in started]
+
+    def engine_closing(self) -> bool:
         """Whether this process's engine is stopping (Ctrl-C) or closing the spider (a
         ``CLOSESPIDER_*`` limit: Scrapy says so only once the downloads in flight are done)."""
         engine = self.crawler.engine
@@ -164,7 +181,7 @@ class HelperProcesses:
         and what they send until they end is still passed on (the spider's callback that reads
         :meth:`messages` holds Scrapy's item pipelines and feeds open till then)."""
         while self._running:
-            if self._engine_closing():
+            if self.engine_closing():
                 await self.stop()
                 return
             await asyncio.sleep(WATCH_INTERVAL_S)
@@ -213,4 +230,4 @@ def page_batch(message: tuple[Any, ...]) -> PageBatch:
     return PageBatch(sitemap_url, tuple(node_path or ()), pages, website)
 
 
-__all__ = ["NODE", "PAGES", "SITE", "HelperProcesses", "page_batch"]
+__all__ = ["ENDED", "NODE", "PAGES", "SITE", "HelperProcesses", "page_batch"]

@@ -6,18 +6,22 @@ Frames are those of the parsing worker (a 4-byte length and a pickle). Messages:
 - ``(NODE, website, NodeReport)``: a tree report (the ``sitemap_node`` signal);
 - ``(SITE, website, unreachable)``: a site is finished (the ``site_finished`` signal);
 - ``(STATS, {name: number})``: the helper's counters, last.
+
+The main process adds ``(ENDED, shard)`` itself when a helper ends early (it died): this
+one then maps the sites of that share the helper had not started.
 """
 
 from __future__ import annotations
 
 from sitemap_crawl.sites.shard import Shard
 
-__all__ = ["NODE", "PAGES", "RUNNER_MODULE", "SITE", "STATS", "Shard"]
+__all__ = ["ENDED", "NODE", "PAGES", "RUNNER_MODULE", "SITE", "STATS", "Shard"]
 
 PAGES = "pages"
 NODE = "node"
 SITE = "site"
 STATS = "stats"
+ENDED = "ended"
 
 RUNNER_MODULE = "sitemap_crawl.shards.runner"
 """The module a helper process runs (``python -m``)."""

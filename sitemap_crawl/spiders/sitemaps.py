@@ -12,6 +12,7 @@ tree extension.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 import uuid
@@ -65,7 +66,7 @@ from sitemap_crawl.parsing.fields import same_url_key
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
 from sitemap_crawl.queue.config import parse_queue_url
 from sitemap_crawl.settings_reader import SettingsReader
-from sitemap_crawl.shards.helpers import NODE, PAGES, SITE, HelperProcesses, page_batch
+from sitemap_crawl.shards.helpers import ENDED, NODE, PAGES, SITE, HelperProcesses, page_batch
 from sitemap_crawl.signals import site_finished, sitemap_node, sitemap_response
 from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 from sitemap_crawl.sites.backlog import SendValve
@@ -464,7 +465,27 @@ class SitemapsSpider(Spider):
             self.sites_done += 1
             self.crawler.stats.inc_value(SITES_DONE_STAT)
             self.crawler.signals.send_catch_log(site_finished, site=website_url, unreachable=unreachable)
+        elif tag == ENDED:
+            self._take_over(message[1])
         return []
+
+    def _take_over(self, shard: Shard) -> None:
+        """A helper crawl process ended early (it died): this process maps the sites of its
+        share that it had not started (those it was mapping stay incomplete in the tree)."""
+        homepages, helpers = self.homepages, self.helpers
+        if not isinstance(homepages, HomepageList) or helpers is None:
+            return
+        try:
+            share = HomepageList.from_file(homepages.source, homepages.normalize, shard)
+        except SpiderArgumentError as exc:
+            logger.error("The sites of crawl process %s cannot be taken over: %s", shard, exc)
+            return
+        left = helpers.not_started(shard, share)
+        if not left:
+            return
+        logger.warning("This process maps the %d sites crawl process %s had not started", len(left), shard)
+        self._homepage_iterator = itertools.chain(self._homepage_iterator, left)
+        self._open_sites()
 
     def _schedule_progress(self) -> None:
         if self._progress_interval > 0:
