@@ -37,7 +37,7 @@ from sitemap_crawl.parsing.worker_protocol import (
     entries_from_tuples,
     job_header,
 )
-from sitemap_crawl.processes import child_process_env, children_ignore_terminal_interrupt
+from sitemap_crawl.processes import child_command, child_process_env
 
 logger = logging.getLogger(__name__)
 
@@ -218,16 +218,13 @@ class ParseWorker:
         if self._process is not None and self._process.returncode is None:
             return True
         try:
-            with children_ignore_terminal_interrupt():
-                self._process = await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    WORKER_MODULE,
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                    limit=_PIPE_LIMIT,
-                    env=child_process_env(),
-                )
+            self._process = await asyncio.create_subprocess_exec(
+                *child_command(sys.executable, "-m", WORKER_MODULE),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                limit=_PIPE_LIMIT,
+                env=child_process_env(),
+            )
         except (OSError, RuntimeError, NotImplementedError) as exc:
             self._give_up(f"cannot start: {exc}")
             return False

@@ -3,12 +3,9 @@ crawl helpers)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
-import threading
-from collections.abc import Iterator
 
 
 def child_process_env() -> dict[str, str]:
@@ -36,19 +33,17 @@ def ignore_terminal_interrupt() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-@contextlib.contextmanager
-def children_ignore_terminal_interrupt() -> Iterator[None]:
-    """Start the children inside this block so that they ignore SIGINT from their first
-    instruction, not only once their ``main()`` runs (:func:`ignore_terminal_interrupt`):
-    an ignored signal stays ignored across ``exec`` (a handler does not), so a Ctrl-C while
-    a child still imports its modules does not kill it with a traceback. This process
-    ignores SIGINT for those few milliseconds; outside the main thread (where signals
-    cannot be set) nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+_SHELL = "/bin/sh"
+
+
+def child_command(*args: str) -> list[str]:
+    """The command that starts ``args`` as a child the crawl process manages (a parse worker,
+    the audit process, a crawl helper) with SIGINT ignored from its first instruction: a
+    POSIX shell sets it ignored (``trap "" INT``) and replaces itself with the child (``exec``), which keeps it so
+    (an ignored signal stays ignored across ``exec``; Python then installs no handler of its
+    own). So a Ctrl-C while the child still imports its modules does not kill it with a
+    traceback: the crawl process stops it. Without that shell, ``args`` as they are (the
+    child ignores SIGINT once its ``main()`` runs: :func:`ignore_terminal_interrupt`)."""
+    if os.name == "posix" and os.path.exists(_SHELL):
+        return [_SHELL, "-c", 'trap "" INT; exec "$@"', "sitemap-crawl-child", *args]
+    return list(args)

@@ -1,4 +1,5 @@
-"""processes.py: the children of a crawl import what the crawl process imports."""
+"""processes.py: the children of a crawl import what the crawl process imports, and ignore
+a terminal's Ctrl-C from their start."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_crawl.processes import child_process_env
+from sitemap_crawl.processes import child_command, child_process_env
 
 
 def test_a_child_imports_a_module_only_on_the_parents_sys_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,3 +48,10 @@ def test_a_child_lives_through_a_terminal_ctrl_c_and_ends_when_its_input_does(mo
         child.kill()
     assert child.returncode == 0
     assert b"KeyboardInterrupt" not in err
+
+
+def test_a_child_started_by_child_command_ignores_sigint_from_its_start() -> None:
+    code = "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"
+    started = subprocess.run(child_command(sys.executable, "-c", code), capture_output=True, text=True, check=True)
+    assert started.stdout.strip() == "True"
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # (this process's own is untouched)

@@ -20,8 +20,8 @@ from sitemap_crawl.parsing.worker_protocol import HEADER_SIZE, decode_frame, enc
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import HelperProcesses, page_batch
 from sitemap_crawl.shards.output import helper_stats
-from sitemap_crawl.shards.protocol import PAGES
-from sitemap_crawl.shards.runner import helper_settings, is_asked_for_end
+from sitemap_crawl.shards.protocol import PAGES, STOPPED_EXIT_CODE
+from sitemap_crawl.shards.runner import helper_exit_code, helper_settings
 from sitemap_crawl.shards.settings_copy import NotPlain, copy_settings, plain
 from sitemap_crawl.sites.shard import Shard
 from tests.support import FixtureServer, Route, RouteLike, robots, urlset
@@ -132,18 +132,18 @@ def test_a_run_that_writes_one_file_from_every_site_is_one_process(name: str | N
 
 
 @pytest.mark.parametrize(
-    ("reason", "asked_for"),
+    ("reason", "code"),
     [
-        ("finished", True),
-        ("shutdown", True),  # the main process stopped it (SIGTERM)
-        ("closespider_pagecount", True),
-        ("closespider_itemcount", True),
-        ("cancelled", False),
-        (None, False),  # it never started
+        ("finished", 0),
+        ("closespider_pagecount", 0),
+        ("closespider_itemcount", 0),
+        ("shutdown", STOPPED_EXIT_CODE),  # a signal: the main process knows whether it sent it
+        ("cancelled", 1),
+        (None, 1),  # it never started
     ],
 )
-def test_a_helper_exits_1_only_for_an_end_the_run_did_not_ask_for(reason: object, asked_for: bool) -> None:
-    assert is_asked_for_end(reason) is asked_for
+def test_a_helpers_exit_code_says_how_it_ended(reason: object, code: int) -> None:
+    assert helper_exit_code(reason) == code
 
 
 def _slow_sites(fixture_site: SiteFactory, tmp_path: Path) -> tuple[FixtureServer, list[str], Path, Path]:
@@ -258,8 +258,9 @@ def _helper_pid(running: Any) -> int | None:
     return None
 
 
-def test_the_sites_a_dead_helper_had_not_started_are_mapped_by_the_main_process(
-    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_the_sites_a_helper_ended_from_outside_had_not_started_are_mapped_by_the_main_process(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path, signum: int
 ) -> None:
     names = [f"d{n}.test" for n in range(60)]
     hosts = [name for name in names if Shard(0, 2).holds(name)][:2]
@@ -284,7 +285,7 @@ def test_the_sites_a_dead_helper_had_not_started_are_mapped_by_the_main_process(
     helper = _helper_pid(running)
     assert helper is not None
 
-    os.kill(helper, signal.SIGKILL)
+    os.kill(helper, signum)  # (SIGTERM: it stops gracefully, exit code 3, which the run did not ask for)
     result = running.wait(90)
 
     # before: the 4 sites of its share it had not started were in neither the tree nor the feed
@@ -294,3 +295,4 @@ def test_the_sites_a_dead_helper_had_not_started_are_mapped_by_the_main_process(
     mapped_here = [f"http://{name}:{site.port}/" for name in helper_hosts[2:]]
     assert {row["website"] for row in result.pages} >= set(mapped_here)
     assert all(sum(row["website"] == website for row in result.pages) == 3 for website in mapped_here)
+

@@ -36,7 +36,7 @@ from sitemap_crawl.discovery.site import Visit
 from sitemap_crawl.names import AUDIT_ENCODING_META_KEY, AUDIT_PAUSED_STAT, AUDIT_STAT, META_KEY
 from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.parsing.worker_protocol import encode_frame, read_frame
-from sitemap_crawl.processes import child_process_env, children_ignore_terminal_interrupt
+from sitemap_crawl.processes import child_command, child_process_env
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.signals import site_finished, site_tree, sitemap_response
 from sitemap_crawl.tree import SitemapTree
@@ -227,13 +227,12 @@ class SitemapAuditExtension:
 
     def _stdin(self) -> IO[bytes]:
         if self._process is None:
-            with children_ignore_terminal_interrupt():
-                self._process = subprocess.Popen(
-                    [sys.executable, "-m", AUDIT_MODULE],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    env=child_process_env(),
-                )
+            self._process = subprocess.Popen(
+                child_command(sys.executable, "-m", AUDIT_MODULE),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=child_process_env(),
+            )
             self._reader = threading.Thread(target=self._read_answers, name="sitemap-audit-answers", daemon=True)
             self._reader.start()
             assert self._process.stdin is not None

@@ -22,9 +22,9 @@ from scrapy.statscollectors import StatsCollector
 from sitemap_crawl.codec import page_from_tuple
 from sitemap_crawl.items import PageBatch
 from sitemap_crawl.parsing.worker_protocol import HEADER_SIZE, decode_frame, decode_length
-from sitemap_crawl.processes import child_process_env, children_ignore_terminal_interrupt
+from sitemap_crawl.processes import child_command, child_process_env
 from sitemap_crawl.shards.output import MAX_STATS
-from sitemap_crawl.shards.protocol import ENDED, NODE, PAGES, RUNNER_MODULE, SITE, STATS, Shard
+from sitemap_crawl.shards.protocol import ENDED, NODE, PAGES, RUNNER_MODULE, SITE, STATS, STOPPED_EXIT_CODE, Shard
 from sitemap_crawl.shards.settings_copy import copy_settings
 
 logger = logging.getLogger(__name__)
@@ -79,16 +79,13 @@ class HelperProcesses:
         for index in range(1, self.count):
             shard = Shard(index, self.count)
             spec = {"spider": self.spider_path, "arguments": self.arguments, "settings": settings, "shard": str(shard)}
-            with children_ignore_terminal_interrupt():  # (Ctrl-C while it starts: stopped by this process)
-                process = await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    RUNNER_MODULE,
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                    limit=1 << 20,
-                    env=child_process_env(),
-                )
+            process = await asyncio.create_subprocess_exec(
+                *child_command(sys.executable, "-m", RUNNER_MODULE),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                limit=1 << 20,
+                env=child_process_env(),
+            )
             assert process.stdin is not None
             process.stdin.write(json.dumps(spec).encode())
             await process.stdin.drain()
@@ -122,14 +119,17 @@ class HelperProcesses:
             shard, message = await self._queue.get()
             if isinstance(message, int):
                 self._running -= 1
-                if message == -signal.SIGTERM and self._stopping:
+                if message in (STOPPED_EXIT_CODE, -signal.SIGTERM) and self._stopping:
                     logger.info("Crawl process %s stopped with the run", shard)
                 elif message != 0:
-                    logger.error(
-                        "Crawl process %s ended with exit code %d: the sites it was mapping may be incomplete",
-                        shard,
-                        message,
-                    )
+                    if message == STOPPED_EXIT_CODE:
+                        logger.warning("Crawl process %s was stopped by a signal this run did not send", shard)
+                    else:
+                        logger.error(
+                            "Crawl process %s ended with exit code %d: the sites it was mapping may be incomplete",
+                            shard,
+                            message,
+                        )
                     if not self.engine_closing():
                         yield ENDED, (ENDED, shard)
                 continue

@@ -15,13 +15,18 @@ from __future__ import annotations
 
 from sitemap_crawl.sites.shard import Shard
 
-__all__ = ["ENDED", "NODE", "PAGES", "RUNNER_MODULE", "SITE", "STATS", "Shard"]
+__all__ = ["ENDED", "NODE", "PAGES", "RUNNER_MODULE", "SITE", "STATS", "STOPPED_EXIT_CODE", "Shard"]
 
 PAGES = "pages"
 NODE = "node"
 SITE = "site"
 STATS = "stats"
 ENDED = "ended"
+
+STOPPED_EXIT_CODE = 3
+"""The exit code of a helper that a signal stopped (Scrapy's finish reason ``shutdown``): the
+main process knows whether it sent it (0: its share done or a CLOSESPIDER_* limit; 1: any
+other end)."""
 
 RUNNER_MODULE = "sitemap_crawl.shards.runner"
 """The module a helper process runs (``python -m``)."""

@@ -8,12 +8,14 @@ goes where the main process's goes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
 from typing import Any
 
 from sitemap_crawl.processes import ignore_terminal_interrupt
+from sitemap_crawl.shards.protocol import STOPPED_EXIT_CODE
 
 HELPER_PRIORITY = 50
 """Priority of what a helper changes in the main process's settings (above the command line)."""
@@ -42,7 +44,6 @@ def main() -> int:
     pipe = os.dup(1)
     os.dup2(2, 1)  # a stray print() must not break the pipe's frames
 
-    from scrapy import signals
     from scrapy.crawler import AsyncCrawlerProcess
     from scrapy.settings import Settings
     from scrapy.utils.misc import load_object
@@ -54,21 +55,34 @@ def main() -> int:
         settings.set(name, value, HELPER_PRIORITY)
     process = AsyncCrawlerProcess(settings)
     crawler = process.create_crawler(load_object(spec["spider"]))
-    # A terminal's Ctrl-C reaches this process too, and the main process stops it (SIGTERM):
-    # one stop, graceful. Scrapy installs its SIGINT handler as it starts: ignored from then on
-    # (until the SIGTERM: its handler makes a second Ctrl-C force the stop, as in the main process).
-    crawler.signals.connect(ignore_terminal_interrupt, signal=signals.engine_started)
     process.crawl(crawler, **spec["arguments"])
+    _ignore_interrupt_once_started(settings.getbool("TWISTED_REACTOR_ENABLED", True))
     process.start()
-    reason = crawler.stats.get_value("finish_reason") if crawler.stats else None
-    return 0 if is_asked_for_end(reason) else 1
+    return helper_exit_code(crawler.stats.get_value("finish_reason") if crawler.stats else None)
 
 
-def is_asked_for_end(reason: object) -> bool:
-    """Whether a helper's finish reason is an end the run asked for: its share done, a
-    CLOSESPIDER_* limit, or the main process stopping it (Scrapy's ``shutdown``); any other
-    (an error at its start, a crash) makes its exit code 1."""
-    return reason in ("finished", "shutdown") or (isinstance(reason, str) and reason.startswith("closespider_"))
+def _ignore_interrupt_once_started(reactor_enabled: bool) -> None:
+    """A terminal's Ctrl-C reaches this process too, and the main process stops it (SIGTERM):
+    one stop, graceful. It is started ignoring SIGINT; Scrapy installs its own handler as its
+    loop starts: ignored again right after (until the SIGTERM, whose handler makes a second
+    Ctrl-C force the stop, as in the main process)."""
+    if reactor_enabled:  # Scrapy's handlers: a reactor "after startup" trigger added by start()
+        from twisted.internet import reactor
+
+        reactor.callWhenRunning(reactor.callLater, 0, ignore_terminal_interrupt)  # after every startup trigger
+    else:  # installed before the loop runs
+        asyncio.get_event_loop().call_soon(ignore_terminal_interrupt)
+
+
+def helper_exit_code(reason: object) -> int:
+    """A helper's exit code for its finish reason: 0 for its share done or a CLOSESPIDER_*
+    limit; :data:`STOPPED_EXIT_CODE` when a signal stopped it (Scrapy's ``shutdown``: the
+    main process tells whether it asked for it, or the helper was stopped from outside and
+    the sites it had not started are left to map); 1 for any other end (an error at its
+    start, a crash)."""
+    if reason == "shutdown":
+        return STOPPED_EXIT_CODE
+    return 0 if reason == "finished" or (isinstance(reason, str) and reason.startswith("closespider_")) else 1
 
 
 if __name__ == "__main__":
