@@ -621,7 +621,6 @@ _PUBLICATION_FIELDS = _ChildFields("name", "language")
 
 
 _URL_CHILDREN = _ChildFields("loc", "lastmod", "changefreq", "priority", "image", "video", "news", "link")
-_LOC, _LASTMOD, _CHANGEFREQ, _PRIORITY, _IMAGE, _VIDEO, _NEWS, _LINK = range(8)
 
 
 RAW_PAGE = "raw-page"
@@ -640,31 +639,44 @@ def extract_url(element: Element, sitemap_url: str) -> tuple[Any, ...] | None:
     images: list[Any] | None = None
     videos: list[Any] | None = None
     alternates: list[Any] | None = None
+    # The hot loop of the parse worker: codes are compared as literals (the positions in
+    # _URL_CHILDREN: loc 0, lastmod 1, changefreq 2, priority 3, image 4, video 5, news 6,
+    # link 7) and an image's fields are read here, not by a call (_IMAGE_FIELDS.texts).
     by_tag = _URL_CHILDREN.by_tag
     for child in element:
         tag = child.tag
         code = by_tag.get(tag)
         if code is None:
             code = _URL_CHILDREN.position(tag)
-        if code == _LOC:
+        if code == 0:
             loc = child.text
-        elif code == _LASTMOD:
+        elif code == 1:
             lastmod = child.text or ""  # an empty element is "" (absent: None), as Scrapy tells them
-        elif code == _CHANGEFREQ:
+        elif code == 2:
             changefreq = child.text or ""
-        elif code == _PRIORITY:
+        elif code == 3:
             priority = child.text or ""
-        elif code == _IMAGE:
+        elif code == 4:
+            image: list[str | None] = [None, None, None, None, None]  # _IMAGE_FIELDS' five
+            image_by_tag = _IMAGE_FIELDS.by_tag
+            for field in reversed(child):  # backwards, so that the first occurrence is written last
+                field_tag = field.tag
+                position = image_by_tag.get(field_tag)
+                if position is None:
+                    position = _IMAGE_FIELDS.position(field_tag)
+                if position >= 0:
+                    image[position] = field.text
             if images is None:
-                images = []
-            images.append(_IMAGE_FIELDS.texts(child))
-        elif code == _VIDEO:
+                images = [image]
+            else:
+                images.append(image)
+        elif code == 5:
             if videos is None:
                 videos = []
             videos.append(_video_texts(child))
-        elif code == _NEWS:
+        elif code == 6:
             news = _news_texts(child)
-        elif code == _LINK:
+        elif code == 7:
             if alternates is None:
                 alternates = []
             alternates.append((child.get("rel"), child.get("hreflang"), child.get("href")))
