@@ -11,7 +11,7 @@ from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.kinds import ErrorReason, NodeKind, with_detail
 from sitemap_crawl.parsing import robots, text
 from sitemap_crawl.parsing.fields import same_url_key
-from sitemap_crawl.parsing.hashset import HashSet, url_hash
+from sitemap_crawl.parsing.hashset import HashSet, url_hashes
 from sitemap_crawl.parsing.stream import Body, BodyFormat, StreamError, decoded_stream, leading_text
 from sitemap_crawl.parsing.xml import (
     DIALECTS,
@@ -22,7 +22,8 @@ from sitemap_crawl.parsing.xml import (
     _recover,
     find_root_name,
     finish_entry,
-    iter_entries,
+    iter_entry_batches,
+    one_a_list,
 )
 
 ROBOTS_TXT = NodeKind.ROBOTS_TXT
@@ -158,29 +159,49 @@ class SitemapReader:
             else:
                 yield entry, None
 
+    def iter_raw_batches(self) -> Iterator[list[Any]]:
+        """:meth:`iter_raw` a list at a time (the entries of one piece of the document):
+        what the parse worker reads, resumed once a list rather than once an entry."""
+        return self._entry_batches(raw=True)
+
     def _entries(self, raw: bool) -> Iterator[Any]:
+        for batch in self._entry_batches(raw):
+            yield from batch
+
+    def _entry_batches(self, raw: bool) -> Iterator[list[Any]]:
         if self.kind == INVALID:
             return
         if self.kind == ROBOTS_TXT:
-            entries: Iterator[Any] = self._robots_entries()
+            batches: Iterator[list[Any]] = ([entry] for entry in self._robots_entries())
         elif self.kind == TEXT:
-            entries = self._text_entries()
+            batches = ([entry] for entry in self._text_entries())
         else:
-            entries = self._xml_entries(raw)
+            batches = self._xml_entry_batches(raw)
         seen = HashSet(initial_slots=16)  # hashes, not strings: see parsing/hashset.py
         is_index = self.kind in (ROBOTS_TXT, XML_INDEX)
-        for entry in entries:
-            url = entry[1] if type(entry) is tuple else entry.url
+        max_children = self.limits.max_index_children
+        for batch in batches:
+            urls = [entry[1] if type(entry) is tuple else entry.url for entry in batch]
             # a page written two ways is one (same_url_key; isascii: the hot path); a sub-sitemap
             # is compared as written here, by the discovery once follow/deny have chosen
-            if seen.add(url_hash(url if is_index or url.isascii() else same_url_key(url))):
-                continue
-            if is_index and self.entry_count >= self.limits.max_index_children:
+            if not is_index:
+                urls = [url if url.isascii() else same_url_key(url) for url in urls]
+            held = seen.add_many(url_hashes(urls))  # (a URL twice in one batch: its second is held)
+            if held:
+                repeated = set(held)
+                batch = [entry for position, entry in enumerate(batch) if position not in repeated]
+                if not batch:
+                    continue
+            if is_index and self.entry_count + len(batch) > max_children:
+                room = max_children - self.entry_count
+                if room > 0:
+                    self.entry_count += room
+                    yield batch[:room]
                 self.error = SIZE_LIMIT
-                self.detail = f"more than {self.limits.max_index_children} sub-sitemaps; the rest is ignored"
+                self.detail = f"more than {max_children} sub-sitemaps; the rest is ignored"
                 return
-            self.entry_count += 1
-            yield entry
+            self.entry_count += len(batch)
+            yield batch
         if self.entry_count == 0 and self.error == SIZE_LIMIT:
             # nothing was read before the cap: an invalid node, not an empty sitemap
             self.kind = INVALID
@@ -191,17 +212,17 @@ class SitemapReader:
                 self.detail = "no URL line"
             self.kind, self.error = INVALID, NOT_A_SITEMAP
 
-    def _xml_entries(self, raw: bool) -> Iterator[Any]:
+    def _xml_entry_batches(self, raw: bool) -> Iterator[list[Any]]:
         assert self._dialect is not None
         try:
-            yield from self._xml_entries_or_problem(raw)
+            yield from self._xml_entry_batches_or_problem(raw)
         except _LXML_VALUE_ERRORS as exc:
             self.error, self.detail = PARSE_ERROR, f"{type(exc).__name__}: {exc}"
 
-    def _xml_entries_or_problem(self, raw: bool) -> Iterator[Any]:
+    def _xml_entry_batches_or_problem(self, raw: bool) -> Iterator[list[Any]]:
         assert self._dialect is not None
         try:
-            yield from iter_entries(self._chunks, self._dialect, self.url, raw)
+            yield from iter_entry_batches(self._chunks, self._dialect, self.url, raw)
         except XmlProblem as problem:
             self.error = problem.reason
             self.detail = problem.detail
@@ -215,7 +236,7 @@ class SitemapReader:
                     # had parsed just before. Read again in recover mode: the entries already
                     # given are skipped by __iter__ (same URL), and recover mode sometimes
                     # reads on past the problem.
-                    yield from _recover(self._chunks, self._dialect, self.url, skip=0, raw=raw)
+                    yield from one_a_list(_recover(self._chunks, self._dialect, self.url, skip=0, raw=raw))
 
     def _text_entries(self) -> Iterator[SitemapPage]:
         # Lines already handled are skipped before any work: a gzip bomb of one line

@@ -41,16 +41,21 @@ from sitemap_crawl.processes import ignore_terminal_interrupt
 def run_job(job: tuple[Any, ...], output: BinaryIO) -> None:
     """Parse one body and write its frames."""
     job_id, body, url, is_robots, limits, batch_size = job
+    batch_size = max(batch_size, 1)  # (0 or less: a frame an entry, as a full batch at every entry)
     reader = SitemapReader(body, url, is_robots=is_robots, limits=limits)
     write_frame(output, (KIND, job_id, reader.kind, reader.error, reader.detail))
     batch: list[EntryTuple] = []
-    for entry in reader.iter_raw():  # urlset pages come unfinished: the crawl process finishes them
-        entry_type = type(entry)
-        batch.append(entry if entry_type is tuple else TO_TUPLE[entry_type](entry))
+    # urlset pages come unfinished: the crawl process finishes them. The reader gives a list
+    # of entries at a time (a generator resumed once a list, not once an entry).
+    for entries in reader.iter_raw_batches():
+        batch += [entry if type(entry) is tuple else TO_TUPLE[type(entry)](entry) for entry in entries]
         if len(batch) >= batch_size:
-            write_frame(output, (ENTRIES, job_id, batch))
-            output.flush()
-            batch = []
+            start = 0
+            while len(batch) - start >= batch_size:
+                write_frame(output, (ENTRIES, job_id, batch[start : start + batch_size]))
+                output.flush()
+                start += batch_size
+            batch = batch[start:]
     if batch:
         write_frame(output, (ENTRIES, job_id, batch))
     write_frame(output, (DONE, job_id, reader.kind, reader.error, reader.detail))

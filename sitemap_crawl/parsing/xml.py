@@ -15,7 +15,7 @@ import functools
 import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from lxml import etree
 
@@ -145,6 +145,19 @@ def iter_entries(
     truncated, over a limit or unreadable past some point. With ``raw``, urlset
     pages come as :func:`extract_url` tuples (see :func:`finish_page`).
     """
+    for batch in iter_entry_batches(make_chunks, dialect, sitemap_url, raw):
+        yield from batch
+
+
+def iter_entry_batches(
+    make_chunks: Callable[[], Iterator[bytes]],
+    dialect: Dialect,
+    sitemap_url: str,
+    raw: bool = False,
+) -> Iterator[list[Any]]:
+    """:func:`iter_entries` a non-empty list at a time: the entries of one fed piece
+    (the entries read after an error come one a list). A consumer of lists resumes
+    a generator once a piece, not once an entry."""
     make_chunks = functools.partial(_without_leading_space, make_chunks)
     produced = 0
     line_count = 1
@@ -178,7 +191,8 @@ def iter_entries(
                         entries.append(entry)
                 if last is not None:
                     _release_through(last)
-                yield from entries
+                if entries:
+                    yield entries
         strict.close()
     except StreamError as exc:
         _drain(strict)
@@ -190,7 +204,7 @@ def iter_entries(
             entry = read_entry(element, sitemap_url)
             _release(element)
             if entry is not None:
-                yield entry
+                yield [entry]
         message, position = str(exc), exc.position
         other = error_after_namespace_errors(strict)
         if other is not None:  # lxml names the first error: say the one that matters
@@ -207,7 +221,7 @@ def iter_entries(
             and not _closes_root(tail, dialect.root)  # an error near the end of a whole document
         ):
             raise XmlProblem(ErrorReason.TRUNCATED, message) from exc
-        recovered = yield from _recover(make_chunks, dialect, sitemap_url, skip=produced, raw=raw)
+        recovered = yield from one_a_list(_recover(make_chunks, dialect, sitemap_url, skip=produced, raw=raw))
         if recovered.stream_error is not None:  # the body also broke off (size limit, cut gzip): say that
             raise XmlProblem(recovered.stream_error.reason, str(recovered.stream_error)) from exc
         if namespace_error and recovered.only_namespace_errors:
@@ -216,7 +230,20 @@ def iter_entries(
     for _event, element in strict.read_events():
         entry = read_entry(element, sitemap_url)
         if entry is not None:
-            yield entry
+            yield [entry]
+
+
+_Returned = TypeVar("_Returned")
+
+
+def one_a_list(entries: Generator[Any, None, _Returned]) -> Generator[list[Any], None, _Returned]:
+    """Each entry of ``entries`` in a list of its own; returns what ``entries`` returns."""
+    while True:
+        try:
+            entry = next(entries)
+        except StopIteration as stop:
+            return stop.value
+        yield [entry]
 
 
 _END_SLACK = 64
