@@ -169,13 +169,8 @@ def resolve_url(text: str | None, base_url: str) -> str | None:
             return _resolve_relative(value, base_url)
         scheme, _, rest = value.partition(":")
         value = scheme.lower() + ":" + rest
-    # _has_unprintable and usable_url written out: two calls fewer a URL (the crawl's hot path)
-    if " " in value or not value.isprintable():
-        value = _quote_unprintable(value)
-    if value.count(":") < 2 and "[" not in value and "]" not in value and value.isascii():
-        return value
-    end = value.find("/", 8)
-    return value if _usable_origin(value if end < 0 else value[:end]) else None
+    url = _quote_unprintable(value) if _has_unprintable(value) else value
+    return url if usable_url(url) else None
 
 
 def strip_url_text(text: str) -> str:
