@@ -9,7 +9,8 @@ import re
 from collections import Counter
 from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
-from operator import attrgetter, itemgetter
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter
 from urllib.parse import urljoin, urlsplit
 
 from sitemap_crawl.audit import rules
@@ -55,6 +56,9 @@ _LOC = attrgetter("loc")
 _RULE = attrgetter("rule")
 _POSITION = itemgetter(0)
 _NEWS_DATES = attrgetter("news_dates")
+_HREFLANGS = attrgetter("hreflangs")
+_HREF = itemgetter(1)
+_RULE_OF = itemgetter(1)
 
 
 def _child_url(index_url: str, loc: str) -> str | None:
@@ -268,40 +272,53 @@ class SiteAudit:
         """The findings of a batch of <url> entries (each with a loc), rule after rule."""
         sitemap_url = place.url
         locs: list[str] = list(map(_LOC, entries))
-        broken: list[tuple[int, Rule, str]] = []
-        for position, rule, detail in check_urls(locs, place, cross_hosts):
+        broken = check_urls(locs, place, cross_hosts)
+        if any(map(is_, map(_RULE_OF, broken), repeat(rules.OTHER_HOST))):  # (one test in C for most batches)
+            broken = self._cross_submitted(broken, locs, place)
+        repeated = listing.repeats(locs)
+        entry_findings = check_entries(entries, self.now, lastmods)
+        in_order = not (repeated or entry_findings)  # the location findings alone come in document order
+        broken += repeated
+        broken += entry_findings
+        for position, rule, _detail in repeated:
+            lastmod = entries[position].lastmod
+            if rule is rules.DUPLICATE_IN_SITEMAP and lastmod is not None:
+                lastmods.uncount(lastmod)  # a page listed again in its sitemap is one page of the histogram
+        if any(map(_HREFLANGS, entries)):
+            listed_before = {position for position, _rule, _detail in repeated}
+            self._remember_alternates(sitemap_url, entries, listed_before)  # a page's alternates count once
+        if robots is not None:
+            disallowed = robots[1].disallowed(locs, robots[0][:-1])
+            detail = f"disallowed for {robots[1].user_agent!r}"
+            broken += [(position, rules.PAGE_DISALLOWED, detail) for position in disallowed]
+            in_order = in_order and not disallowed
+        if not broken:
+            return []
+        if not in_order:
+            broken.sort(key=_POSITION)  # in document order, an entry's findings in the order of the rules above
+        website = self.website
+        new = tuple.__new__  # (a Finding made without the Python-level __new__ of a named tuple)
+        found: list[Finding] = [
+            new(Finding, (website, sitemap_url, locs[position], rule.id, SEVERITY_OF[rule.id], detail))
+            for position, rule, detail in broken
+        ]
+        self.counts.update(map(_RULE, found))
+        return found
+
+    def _cross_submitted(
+        self, broken: list[tuple[int, Rule, str]], locs: list[str], place: SitemapPlace
+    ) -> list[tuple[int, Rule, str]]:
+        """The location findings of a batch, less the ``other-host`` ones of a host that
+        cross-submits the sitemap (the others with :meth:`_other_host`'s detail)."""
+        kept: list[tuple[int, Rule, str]] = []
+        for position, rule, detail in broken:
             if rule is rules.OTHER_HOST:
                 other = self._other_host(locs[position], place.names, detail)
                 if other is None:
                     continue
                 detail = other
-            broken.append((position, rule, detail))
-        repeated = listing.repeats(locs)
-        broken += repeated
-        broken += check_entries(entries, self.now, lastmods)
-        for position, rule, _detail in repeated:
-            lastmod = entries[position].lastmod
-            if rule is rules.DUPLICATE_IN_SITEMAP and lastmod is not None:
-                lastmods.uncount(lastmod)  # a page listed again in its sitemap is one page of the histogram
-        listed_before = {position for position, _rule, _detail in repeated}
-        for position, entry in enumerate(entries):
-            if entry.hreflangs and position not in listed_before:  # a page's alternates count once
-                assert entry.loc is not None
-                self._remember_alternates(sitemap_url, entry.loc, entry.hreflangs)
-        if robots is not None:
-            disallowed = robots[1].disallowed(locs, robots[0][:-1])
-            detail = f"disallowed for {robots[1].user_agent!r}"
-            broken += [(position, rules.PAGE_DISALLOWED, detail) for position in disallowed]
-        if not broken:
-            return []
-        broken.sort(key=_POSITION)  # in document order, an entry's findings in the order of the rules above
-        website = self.website
-        found = [
-            Finding(website, sitemap_url, locs[position], rule.id, SEVERITY_OF[rule.id], detail)
-            for position, rule, detail in broken
-        ]
-        self.counts.update(map(_RULE, found))
-        return found
+            kept.append((position, rule, detail))
+        return kept
 
     def _location(self, loc: str, place: SitemapPlace, cross_hosts: frozenset[str]) -> Iterator[Finding]:
         for rule, detail in check_url(loc, place, cross_hosts):
@@ -342,23 +359,29 @@ class SiteAudit:
         parts = urlsplit(place.url)
         return f"{parts.scheme}://{parts.netloc}/", robots
 
-    def _remember_alternates(self, sitemap_url: str, page: str, hreflangs: list[tuple[str | None, str | None]]) -> None:
-        """Page ``page`` lists each href of ``hreflangs``: it answers an alternate waiting for
-        that back-link, or waits for its own (each pair A, B is met once: a page's repeats
-        are not passed here, and its hrefs are taken once)."""
-        if self._alternates_dropped:
-            return
+    def _remember_alternates(self, sitemap_url: str, entries: list[RawEntry], listed_before: set[int]) -> None:
+        """Each page of ``entries`` (but those at ``listed_before``: repeats) lists each href of
+        its hreflangs: it answers an alternate waiting for that back-link, or waits for its
+        own (each pair A, B is met once: a page's repeats are not passed here, and its hrefs
+        are taken once)."""
         unanswered = self._unanswered
-        for href in {href: None for _lang, href in hreflangs}:
-            if href is None or href == page:
+        for position, entry in enumerate(entries):
+            if not entry.hreflangs or position in listed_before:
                 continue
-            if unanswered.pop(url_hash(f"{page}\n{href}"), None) is not None:
-                continue  # B listed A first: both are answered
-            if len(unanswered) >= ALTERNATE_LIMIT:
-                self._alternates_dropped = True
-                self._unanswered = {}
+            if self._alternates_dropped:
                 return
-            unanswered[url_hash(f"{href}\n{page}")] = (sitemap_url, page, href)
+            page = entry.loc
+            for href in dict.fromkeys(map(_HREF, entry.hreflangs)):
+                if href is None or href == page:
+                    continue
+                if unanswered.pop(url_hash(f"{page}\n{href}"), None) is not None:
+                    continue  # B listed A first: both are answered
+                if len(unanswered) >= ALTERNATE_LIMIT:
+                    self._alternates_dropped = True
+                    self._unanswered = {}
+                    return
+                assert page is not None
+                unanswered[url_hash(f"{href}\n{page}")] = (sitemap_url, page, href)
 
     def _index_lastmod(self, index_url: str, child_url: str, text: str) -> Iterator[Finding]:
         value = parse_w3c(text)

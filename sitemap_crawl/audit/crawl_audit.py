@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from operator import attrgetter
 from typing import IO, Any, NamedTuple
 
@@ -34,13 +35,15 @@ def json_lines(found: list[Finding]) -> str:
     newline each, built directly (the strings findings share encoded once)."""
     places: dict[str | None, str] = {}
     kinds: dict[str, str] = {}
-    lines = []
+    lines: list[str] = []
+    append = lines.append
+    encode = _JSON_STRING
     for website, sitemap_url, url, rule, severity, detail in found:
         site = places.get(website) or places.setdefault(website, _json(website))
         where = places.get(sitemap_url) or places.setdefault(sitemap_url, _json(sitemap_url))
         what = kinds.get(rule) or kinds.setdefault(rule, f'"rule": {_json(rule)}, "severity": {_json(severity)}')
-        text = _JSON_STRING(detail)
-        lines.append(f'{{"website": {site}, "sitemap_url": {where}, "url": {_json(url)}, {what}, "detail": {text}}}\n')
+        page = "null" if url is None else encode(url)  # (_json written out: a call a finding less)
+        append(f'{{"website": {site}, "sitemap_url": {where}, "url": {page}, {what}, "detail": {encode(detail)}}}\n')
     return "".join(lines)
 
 
@@ -138,13 +141,8 @@ class CrawlAudit:
         """Write findings in batches as they come: a sitemap that yields a finding per page
         does not hold them all in memory."""
         counts: Counter[str] = Counter()
-        batch: list[Finding] = []
-        for finding in findings:
-            batch.append(finding)
-            if len(batch) >= _WRITE_BATCH:
-                self._write(batch, counts)
-                batch = []
-        if batch:
+        found = iter(findings)
+        while batch := list(islice(found, _WRITE_BATCH)):  # (batched in C: no Python step a finding)
             self._write(batch, counts)
         return counts
 

@@ -6,6 +6,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
+from itertools import chain
 from operator import attrgetter, itemgetter
 
 from sitemap_crawl.audit import rules
@@ -87,6 +88,10 @@ def _check_extras(entry: RawEntry, now: datetime) -> Iterator[tuple[Rule, str]]:
 
 
 _LASTMOD = attrgetter("lastmod")
+_NEWS_DATES = attrgetter("news_dates")
+_IMAGE_COUNT = attrgetter("image_count")
+_HREFLANGS = attrgetter("hreflangs")
+_HREFLANG = itemgetter(0)
 _PRIORITY = attrgetter("priority")
 _CHANGEFREQ = attrgetter("changefreq")
 
@@ -151,8 +156,12 @@ def check_entries(entries: list[RawEntry], now: datetime, lastmods: LastmodSumma
         lastmods.months.update(map(_MONTH, dated))
         assert newest is not None
         lastmods.consider(*newest, now)
-    languages = {hreflang for entry in entries for hreflang, _href in entry.hreflangs}
+    # (the tests below run in C over the batch: most batches need no look at each entry)
+    languages = set(map(_HREFLANG, chain.from_iterable(map(_HREFLANGS, entries))))
     odd_language = any(hreflang is None or not is_hreflang(hreflang) for hreflang in languages)
+    many_images = max(map(_IMAGE_COUNT, entries), default=0) > rules.MAX_IMAGES
+    if not (odd_language or many_images or any(map(_NEWS_DATES, entries))):
+        return []
     return [
         (position, *broken)
         for position, entry in enumerate(entries)
@@ -187,8 +196,7 @@ def _newest(texts: list[str]) -> tuple[str, datetime] | None:
 def _days_exist(texts: list[str]) -> bool:
     """Whether the date of each (``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``) is a day of the
     calendar (each distinct one asked once; those seen before are known)."""
-    days = set(map(_DAY, texts))
-    days -= _REAL_DAYS
+    days = set(map(_DAY, texts)).difference(_REAL_DAYS)  # (not -=: that walks all of _REAL_DAYS)
     try:
         for day in days:
             date.fromisoformat(day + "-01-01"[len(day) - 4 :] if len(day) < 10 else day)
