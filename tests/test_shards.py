@@ -173,6 +173,21 @@ def _requested_sitemaps(site: FixtureServer) -> set[str]:
     }
 
 
+def _start(crawl: CrawlRunner, homepages: Path, trees_path: Path) -> Any:
+    """A run of the sites of ``homepages`` in two processes, started (not waited for)."""
+    return crawl.start(
+        {"homepages_file": str(homepages)}, settings={**STOP_SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(trees_path)}
+    )
+
+
+def _wait_for_sitemap_requests(running: Any, site: FixtureServer, hosts: list[str]) -> None:
+    """Wait until a sitemap of every one of ``hosts`` has been asked for."""
+    deadline = time.monotonic() + 30
+    while not all(any(host in url for url in _requested_sitemaps(site)) for host in hosts):
+        assert time.monotonic() < deadline and running.running(), running.log()[-3000:]
+        time.sleep(0.05)
+
+
 def _assert_every_requested_sitemap_is_mapped(result: CrawlResult, site: FixtureServer, trees_path: Path) -> None:
     """What one process gives: every sitemap requested before the stop is answered and read
     (tree and feed), and every page counted is in the feed."""
@@ -213,13 +228,8 @@ def test_one_ctrl_c_in_a_terminal_is_one_graceful_stop_of_every_process(
     # the helper got the terminal's SIGINT and the main process's SIGTERM: "Received SIGTERM
     # twice, forcing unclean shutdown", and its sitemaps in flight were lost
     site, hosts, homepages, trees_path = _slow_sites(fixture_site, tmp_path)
-    running = crawl.start(
-        {"homepages_file": str(homepages)}, settings={**STOP_SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(trees_path)}
-    )
-    deadline = time.monotonic() + 30
-    while not any(host in url for url in _requested_sitemaps(site) for host in hosts[2:]):
-        assert time.monotonic() < deadline and running.running(), running.log()[-3000:]
-        time.sleep(0.05)
+    running = _start(crawl, homepages, trees_path)
+    _wait_for_sitemap_requests(running, site, hosts[2:])  # (the helper's)
 
     os.killpg(running.pid, signal.SIGINT)  # a terminal's Ctrl-C: to the whole process group
     result = running.wait(60).assert_ok()
@@ -234,9 +244,7 @@ def test_a_ctrl_c_while_a_helper_starts_is_one_graceful_stop(
     # a helper still importing Scrapy died of the SIGINT (a KeyboardInterrupt traceback, "ended
     # with exit code -2"): it ignored it only once started; now it is started ignoring it
     _site, _hosts, homepages, trees_path = _slow_sites(fixture_site, tmp_path)
-    running = crawl.start(
-        {"homepages_file": str(homepages)}, settings={**STOP_SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(trees_path)}
-    )
+    running = _start(crawl, homepages, trees_path)
     assert running.wait_for_log("Mapping the sites in 2 crawl processes"), running.log()[-3000:]
 
     os.killpg(running.pid, signal.SIGINT)
@@ -274,13 +282,8 @@ def test_the_sites_a_helper_ended_from_outside_had_not_started_are_mapped_by_the
     homepages = tmp_path / "sites.txt"
     homepages.write_text("".join(f"http://{name}:{site.port}/\n" for name in hosts + helper_hosts), "utf-8")
     trees_path = tmp_path / "trees.jsonl"
-    running = crawl.start(
-        {"homepages_file": str(homepages)}, settings={**STOP_SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(trees_path)}
-    )
-    deadline = time.monotonic() + 30
-    while not all(any(host in url for url in _requested_sitemaps(site)) for host in helper_hosts[:2]):
-        assert time.monotonic() < deadline and running.running(), running.log()[-3000:]
-        time.sleep(0.05)
+    running = _start(crawl, homepages, trees_path)
+    _wait_for_sitemap_requests(running, site, helper_hosts[:2])
     time.sleep(0.3)  # (its reports of the two robots.txt it read reach the pipe; a.xml answers in 1 s)
     helper = _helper_pid(running)
     assert helper is not None
@@ -295,4 +298,3 @@ def test_the_sites_a_helper_ended_from_outside_had_not_started_are_mapped_by_the
     mapped_here = [f"http://{name}:{site.port}/" for name in helper_hosts[2:]]
     assert {row["website"] for row in result.pages} >= set(mapped_here)
     assert all(sum(row["website"] == website for row in result.pages) == 3 for website in mapped_here)
-

@@ -668,7 +668,7 @@ def extract_url(element: Element, sitemap_url: str) -> tuple[Any, ...] | None:
     alternates: list[Any] | None = None
     # The hot loop of the parse worker: codes are compared as literals (the positions in
     # _URL_CHILDREN: loc 0, lastmod 1, changefreq 2, priority 3, image 4, video 5, news 6,
-    # link 7) and an image's fields are read here, not by a call (_IMAGE_FIELDS.texts).
+    # link 7), not as module constants (a global lookup each).
     by_tag = _URL_CHILDREN.by_tag
     for child in element:
         tag = child.tag
@@ -684,19 +684,9 @@ def extract_url(element: Element, sitemap_url: str) -> tuple[Any, ...] | None:
         elif code == 3:
             priority = child.text or ""
         elif code == 4:
-            image: list[str | None] = [None, None, None, None, None]  # _IMAGE_FIELDS' five
-            image_by_tag = _IMAGE_FIELDS.by_tag
-            for field in reversed(child):  # backwards, so that the first occurrence is written last
-                field_tag = field.tag
-                position = image_by_tag.get(field_tag)
-                if position is None:
-                    position = _IMAGE_FIELDS.position(field_tag)
-                if position >= 0:
-                    image[position] = field.text
             if images is None:
-                images = [image]
-            else:
-                images.append(image)
+                images = []
+            images.append(_IMAGE_FIELDS.texts(child))
         elif code == 5:
             if videos is None:
                 videos = []
