@@ -52,6 +52,11 @@ def test_a_child_lives_through_a_terminal_ctrl_c_and_ends_when_its_input_does(mo
 
 def test_a_child_started_by_child_command_ignores_sigint_from_its_start() -> None:
     code = "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"
-    started = subprocess.run(child_command(sys.executable, "-c", code), capture_output=True, text=True, check=True)
-    assert started.stdout.strip() == "True"
-    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # (this process's own is untouched)
+    # (a test run in the background may ignore SIGINT itself: the children would inherit it)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        started = subprocess.run(child_command(sys.executable, "-c", code), capture_output=True, text=True, check=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert (plain.stdout.strip(), started.stdout.strip()) == ("False", "True")
