@@ -55,23 +55,15 @@ def main() -> int:
         settings.set(name, value, HELPER_PRIORITY)
     process = AsyncCrawlerProcess(settings)
     crawler = process.create_crawler(load_object(spec["spider"]))
+    # A terminal's Ctrl-C reaches this process too, and the main process stops it (SIGTERM):
+    # one stop, graceful. It is started ignoring SIGINT (processes.child_command); Scrapy's
+    # start installs its own handler (before the loop's first turn, reactor or not): ignored
+    # again on the loop's first turn, before the crawl's own first step (queued before it),
+    # until the SIGTERM, whose handler makes a second Ctrl-C force the stop.
+    asyncio.get_event_loop().call_soon(ignore_terminal_interrupt)
     process.crawl(crawler, **spec["arguments"])
-    _ignore_interrupt_once_started(settings.getbool("TWISTED_REACTOR_ENABLED", True))
     process.start()
     return helper_exit_code(crawler.stats.get_value("finish_reason") if crawler.stats else None)
-
-
-def _ignore_interrupt_once_started(reactor_enabled: bool) -> None:
-    """A terminal's Ctrl-C reaches this process too, and the main process stops it (SIGTERM):
-    one stop, graceful. It is started ignoring SIGINT; Scrapy installs its own handler as its
-    loop starts: ignored again right after (until the SIGTERM, whose handler makes a second
-    Ctrl-C force the stop, as in the main process)."""
-    if reactor_enabled:  # Scrapy's handlers: a reactor "after startup" trigger added by start()
-        from twisted.internet import reactor
-
-        reactor.callWhenRunning(reactor.callLater, 0, ignore_terminal_interrupt)  # after every startup trigger
-    else:  # installed before the loop runs
-        asyncio.get_event_loop().call_soon(ignore_terminal_interrupt)
 
 
 def helper_exit_code(reason: object) -> int:
