@@ -38,12 +38,14 @@ _SHELL = "/bin/sh"
 
 def child_command(*args: str) -> list[str]:
     """The command that starts ``args`` as a child the crawl process manages (a parse worker,
-    the audit process, a crawl helper) with SIGINT ignored from its first instruction: a
-    POSIX shell sets it ignored (``trap "" INT``) and replaces itself with the child (``exec``), which keeps it so
-    (an ignored signal stays ignored across ``exec``; Python then installs no handler of its
-    own). So a Ctrl-C while the child still imports its modules does not kill it with a
-    traceback: the crawl process stops it. Without that shell, ``args`` as they are (the
-    child ignores SIGINT once its ``main()`` runs: :func:`ignore_terminal_interrupt`)."""
+    the audit process, a crawl helper) with SIGINT ignored from its first instruction.
+
+    A POSIX shell sets SIGINT ignored (``trap "" INT``) and replaces itself with the child
+    (``exec``), which keeps it so: an ignored signal stays ignored across ``exec``, and
+    Python then installs no handler of its own. So a Ctrl-C while the child still imports
+    its modules does not kill it with a traceback: the crawl process stops it. Without that
+    shell, ``args`` as they are (the child ignores SIGINT once its ``main()`` runs:
+    :func:`ignore_terminal_interrupt`)."""
     if os.name == "posix" and os.path.exists(_SHELL):
         return [_SHELL, "-c", 'trap "" INT; exec "$@"', "sitemap-crawl-child", *args]
     return list(args)

@@ -7,8 +7,9 @@ Frames are those of the parsing worker (a 4-byte length and a pickle). Messages:
 - ``(SITE, website, unreachable)``: a site is finished (the ``site_finished`` signal);
 - ``(STATS, {name: number})``: the helper's counters, last.
 
-The main process adds ``(ENDED, shard)`` itself when a helper ends early (it died): this
-one then maps the sites of that share the helper had not started.
+The main process adds ``(ENDED, shard)`` itself when a helper ends early (it died, or a
+signal the run did not send stopped it): it then maps the sites of that share the helper
+had not started.
 """
 
 from __future__ import annotations
