@@ -25,6 +25,7 @@ from sitemap_crawl.cpus import MAX_AUTO_WORKERS, default_worker_count, usable_cp
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.kinds import ErrorReason, NodeKind
 from sitemap_crawl.parsing import Limits, SitemapReader
+from sitemap_crawl.parsing.reader import in_lists
 from sitemap_crawl.parsing.worker_protocol import (
     DONE,
     ENTRIES,
@@ -77,8 +78,7 @@ class InlineReader:
         return self._reader.detail
 
     async def chunks(self) -> AsyncIterator[list[Entry]]:
-        entries = iter(self._reader)
-        while chunk := list(itertools.islice(entries, self._chunk_size)):
+        for chunk in in_lists(self._reader, self._chunk_size):
             yield chunk
 
     async def __aenter__(self) -> InlineReader:

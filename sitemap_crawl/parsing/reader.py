@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,18 @@ _LXML_VALUE_ERRORS = (ValueError, LookupError)
 """What lxml raises besides syntax errors on hostile bytes: reading a name or text that
 recover mode kept as invalid UTF-8 (``&#xD800;``) raises UnicodeDecodeError; an unknown
 encoding, LookupError. The entries before are kept and the node gets "parse error"."""
+
+
+_LIST_SIZE = 1024
+"""Entries of a text sitemap or robots.txt taken at a time (an XML document's come a fed piece
+at a time)."""
+
+
+def in_lists(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last one shorter), read as they are needed."""
+    source = iter(items)
+    while batch := list(itertools.islice(source, size)):
+        yield batch
 
 
 class SitemapReader:
@@ -172,9 +185,9 @@ class SitemapReader:
         if self.kind == INVALID:
             return
         if self.kind == ROBOTS_TXT:
-            batches: Iterator[list[Any]] = ([entry] for entry in self._robots_entries())
+            batches: Iterator[list[Any]] = in_lists(self._robots_entries(), _LIST_SIZE)
         elif self.kind == TEXT:
-            batches = ([entry] for entry in self._text_entries())
+            batches = in_lists(self._text_entries(), _LIST_SIZE)
         else:
             batches = self._xml_entry_batches(raw)
         seen = HashSet(initial_slots=16)  # hashes, not strings: see parsing/hashset.py

@@ -130,13 +130,15 @@ def _tag(element: Any) -> object:
     return getattr(element, "tag", None)
 
 
-def iter_entries(
+def iter_entry_batches(
     make_chunks: Callable[[], Iterator[bytes]],
     dialect: Dialect,
     sitemap_url: str,
     raw: bool = False,
-) -> Iterator[Any]:
-    """Pages or sub-sitemap references of one XML document, in document order.
+) -> Iterator[list[Any]]:
+    """Pages or sub-sitemap references of one XML document, in document order, a non-empty
+    list at a time: the entries of one fed piece (those read after an error, one a list), so
+    that a consumer resumes the generator once a piece, not once an entry.
 
     ``make_chunks`` opens the (decompressed) document as a chunk stream; it is
     called a second time only for a malformed document, which is then read
@@ -145,19 +147,6 @@ def iter_entries(
     truncated, over a limit or unreadable past some point. With ``raw``, urlset
     pages come as :func:`extract_url` tuples (see :func:`finish_page`).
     """
-    for batch in iter_entry_batches(make_chunks, dialect, sitemap_url, raw):
-        yield from batch
-
-
-def iter_entry_batches(
-    make_chunks: Callable[[], Iterator[bytes]],
-    dialect: Dialect,
-    sitemap_url: str,
-    raw: bool = False,
-) -> Iterator[list[Any]]:
-    """:func:`iter_entries` a non-empty list at a time: the entries of one fed piece
-    (the entries read after an error come one a list). A consumer of lists resumes
-    a generator once a piece, not once an entry."""
     make_chunks = functools.partial(_without_leading_space, make_chunks)
     produced = 0
     line_count = 1
