@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from scrapy import Request
 
+from sitemap_crawl.discovery.rules import HOST_DOWN_REASONS
 from sitemap_crawl.discovery.site import is_sitemap_meta
 from sitemap_crawl.failures import failure_reason
-from sitemap_crawl.kinds import ErrorReason
 
-NOT_RETRIED = frozenset({ErrorReason.DNS_LOOKUP_FAILED, ErrorReason.CONNECTION_REFUSED})
-"""Failure reasons (sitemap_crawl.failures) that say the host cannot be reached at all."""
 UNREACHABLE_MIDDLEWARE_ORDER = 560
 """After RetryMiddleware (550): Scrapy calls process_exception from the highest order down."""
 
@@ -29,5 +27,5 @@ class UnreachableHostMiddleware:
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         meta = request.meta
-        if is_sitemap_meta(meta) and failure_reason(exception) in NOT_RETRIED:
+        if is_sitemap_meta(meta) and failure_reason(exception) in HOST_DOWN_REASONS:  # (the host is down)
             request.meta["dont_retry"] = True

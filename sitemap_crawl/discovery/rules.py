@@ -39,7 +39,8 @@ well-known paths would fail the same way, so they are not probed."""
 HOST_DOWN_REASONS = frozenset({ErrorReason.DNS_LOOKUP_FAILED, ErrorReason.CONNECTION_REFUSED})
 """The failures that say so of any request to the host, whatever its path (a dropped
 connection or a timeout may be one path's): without robots.txt, the first well-known
-path failing so makes the site unreachable."""
+path failing so makes the site unreachable, and a sitemap request failing so is not
+retried (sitemap_crawl.unreachable)."""
 ALWAYS = "always"
 """SITEMAP_CRAWL_KNOWN_PATHS_MODE: probe the well-known paths whatever robots.txt says."""
 FALLBACK = "fallback"
