@@ -149,19 +149,12 @@ def check_urls(
     inside = origin + place.directory
     same_origin = origin + "/"
     after_origin = len(origin)
-    outside_rule = rules.OUTSIDE_DIRECTORY
-    outside = f" is outside {place.directory}"
     found: list[tuple[int, Rule, str]] = []
     for position, url in enumerate(urls):
         if url.startswith(inside):
             continue
         if url.startswith(same_origin):  # on the sitemap's scheme and host, outside its directory
-            # (_outside(_path(...)) written out: a sitemap may have a finding a page)
-            path = url[after_origin:]
-            query = path.find("?")
-            if query >= 0:
-                path = path[:query]
-            found.append((position, outside_rule, f"path {path[:200]}{outside}"))
+            found.append((position, *_outside(_path(url[after_origin:]), place)))
         else:
             found.extend((position, *broken) for broken in check_url(url, place, cross_hosts))
     return found
