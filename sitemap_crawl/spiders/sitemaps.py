@@ -470,8 +470,9 @@ class SitemapsSpider(Spider):
         return []
 
     def _take_over(self, shard: Shard) -> None:
-        """A helper crawl process ended early (it died): this process maps the sites of its
-        share that it had not started (those it was mapping stay incomplete in the tree)."""
+        """A helper crawl process ended early (it died, or a signal the run did not send
+        stopped it): this process maps the sites of its share that it had not started (those
+        it was mapping stay incomplete in the tree)."""
         homepages, helpers = self.homepages, self.helpers
         if not isinstance(homepages, HomepageList) or helpers is None:
             return
