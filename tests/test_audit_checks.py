@@ -247,6 +247,12 @@ CHILD = "https://example.com/dir/pages.xml"
         ("2024-05-01T08:00:00Z", "2024-05-01T09:00:00Z", True),
         ("2024-05-01", "2024-05-01T23:00:00Z", False),  # a date names the whole day
         ("2024-05-03", "2024-05-03", False),
+        ("2024-05-01T08:00:00Z", "2024-05-01T08:00:00Z", False),  # the same instant is not older
+        ("2024-05-01T10:00:00+02:00", "2024-05-01T09:00:00+01:00", False),  # nor written with other offsets
+        ("2024-05-01", "2024-05-01T23:00:00-05:00", False),  # a date has no zone: the page's own day
+        ("2024-05-01", "2024-05-02T00:30:00+02:00", True),  # the next day on the page's clock
+        ("2024-05", "2024-05-31T23:30:00-05:00", False),
+        ("2024-05-01", "2024-05-02T00:00:00Z", True),
     ],
 )
 def test_index_lastmod_older_than_a_page_inside(said: str, newest: str, broken: bool, index_first: bool) -> None:

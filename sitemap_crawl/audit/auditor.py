@@ -30,7 +30,7 @@ from sitemap_crawl.audit.scan import (
     scan_batches,
     text_lines,
 )
-from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_lastmod, lastmod_period_end, parse_w3c
+from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_lastmod, newer_than_said, parse_w3c
 from sitemap_crawl.parsing.fields import child_sitemap_url
 from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body
@@ -389,9 +389,9 @@ class SiteAudit:
             return
         inside = self._newest_inside.pop(child_url, None)
         if inside is not None:
-            yield from self._compare_lastmods(index_url, child_url, text, lastmod_period_end(text, value), *inside)
+            yield from self._compare_lastmods(index_url, child_url, text, value, *inside)
         elif len(self._index_lastmods) < LASTMOD_LIMIT:
-            self._index_lastmods[child_url] = (index_url, text, lastmod_period_end(text, value))
+            self._index_lastmods[child_url] = (index_url, text, value)
 
     def _newest_lastmod(self, sitemap_url: str, text: str, value: datetime) -> Iterator[Finding]:
         said = self._index_lastmods.pop(sitemap_url, None)
@@ -401,9 +401,9 @@ class SiteAudit:
             self._newest_inside[sitemap_url] = (text, value)
 
     def _compare_lastmods(
-        self, index_url: str, child_url: str, said: str, said_end: datetime, newest: str, newest_value: datetime
+        self, index_url: str, child_url: str, said: str, said_value: datetime, newest: str, newest_value: datetime
     ) -> Iterator[Finding]:
-        if said_end <= newest_value:
+        if newer_than_said(said, said_value, newest_value):
             yield self.finding(
                 rules.INDEX_LASTMOD_OLDER, index_url, child_url, f"the index says {said}, a page in it {newest}"
             )

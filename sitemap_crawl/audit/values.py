@@ -52,6 +52,16 @@ def lastmod_period_end(text: str, value: datetime) -> datetime:
     return value
 
 
+def newer_than_said(said: str, said_value: datetime, newest: datetime) -> bool:
+    """Whether a page's lastmod (``newest``) is after what an index's lastmod for its sitemap
+    (``said``, parsed: ``said_value``) covers: after the instant it names (the same instant
+    is not), or, for a year, month or day, in a later one on the page's own clock (a date
+    has no time zone: ``2024-06-01`` covers ``2024-06-01T23:00:00-05:00``)."""
+    if len(said) > 10:
+        return newest > said_value
+    return newest.replace(tzinfo=None) >= lastmod_period_end(said, said_value).replace(tzinfo=None)
+
+
 def check_lastmod(text: str, now: datetime) -> Iterator[tuple[Rule, str]]:
     """A lastmod that is not a W3C Datetime, or that is in the future."""
     value = parse_w3c(text)
