@@ -107,7 +107,8 @@ def _site_host(host: str, parts: SplitResult, scheme: str) -> str:
 def parse_sitemap_urls(value: object) -> list[str]:
     """Start sitemap URLs: http(s) with a host (``https://host/...``), or file with an absolute
     path (``file:///...``, or ``file:/...`` (RFC 8089) written so; a relative one is no URL Scrapy
-    requests). Each as given, but ``file:/...`` as ``file:///...``: the form Scrapy answers from."""
+    requests). Each as given, but ``file:/...`` as ``file:///...``: the form Scrapy answers from;
+    a URL given again is left out (read once, as a robots.txt's repeated ``Sitemap:`` line)."""
     urls = []
     for url in parse_list(value):
         parts = urlsplit(url) if usable_url(url) else None
@@ -126,7 +127,7 @@ def parse_sitemap_urls(value: object) -> list[str]:
         if scheme == "file" and not written_whole:
             url = f"file://{url[len(scheme) + 1 :]}"  # (one sitemap read under two URLs otherwise)
         urls.append(url)
-    return urls
+    return list(dict.fromkeys(urls))
 
 
 def parse_known_paths(value: object) -> list[str]:

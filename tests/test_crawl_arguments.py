@@ -174,7 +174,7 @@ def test_sitemap_urls_skip_discovery(fixture_site: SiteFactory, crawl: CrawlRunn
     )
 
     result = crawl(
-        {"sitemap_urls": f"{site.base}/a.xml, {site.base}/b.txt,{site.base}/c.xml"},
+        {"sitemap_urls": f"{site.base}/a.xml, {site.base}/b.txt,{site.base}/c.xml,{site.base}/a.xml"},
         settings=ONE_AT_A_TIME,
     ).assert_ok()
 
@@ -248,6 +248,11 @@ def test_sitemap_urls_accept_file_urls(fixture_site: SiteFactory, crawl: CrawlRu
 )
 def test_a_file_url_of_an_absolute_path_is_a_start_url(url: str, read_as: str) -> None:
     assert parse_sitemap_urls(url) == [read_as]
+
+
+def test_a_start_url_given_twice_is_read_once() -> None:
+    given = "https://example.com/a.xml,file:/data/s.xml,https://example.com/b.xml,https://example.com/a.xml,file:///data/s.xml"
+    assert parse_sitemap_urls(given) == ["https://example.com/a.xml", "file:///data/s.xml", "https://example.com/b.xml"]
 
 
 def test_sitemap_urls_may_name_a_robots_txt(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
