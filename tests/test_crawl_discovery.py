@@ -324,6 +324,21 @@ def test_a_robots_txt_over_the_size_cap_is_a_robots_txt_node_with_the_error(
     assert "Problems: 1 size limit." in result.log
 
 
+def test_a_gzip_robots_txt_over_the_size_cap_once_inflated_is_a_robots_txt_node_with_the_error(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # small on the wire (gzip bytes, no Content-Encoding), its Sitemap: line past the cap
+    # once decompressed: it vanished from the tree, with no WARNING ("Problems: none")
+    body = gzip_bytes("# filler\n" * 40 + robots("{base}/a.xml"))
+    site = fixture_site({"/robots.txt": body, "/a.xml": urlset("{base}/a")})
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings={**FAST, "SITEMAP_CRAWL_MAX_SIZE": 200})
+    result.assert_ok()
+    assert children(tree_of(result)) == [(site.url("/robots.txt"), "robots_txt")]
+    assert robots_of(tree_of(result))["error"] == "size limit"
+    assert "Problems: 1 size limit." in result.log
+    assert result.urls() == []
+
+
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [

@@ -88,11 +88,12 @@ def is_optional(role: str) -> bool:
 
 def is_left_out(role: str, error: str | None) -> bool:
     """Whether a sitemap of this role that failed with ``error`` (None: it listed nothing) is
-    left out of the tree: an optional one is, unless it is a well-known path over the size
-    cap (something is there, too large to read: the tree says so)."""
+    left out of the tree: an optional one is, unless it went over the size cap (something is
+    there, too large to read: the tree says so; a robots.txt whose gzip body inflates past
+    the cap too, as one too large on the wire)."""
     if not is_optional(role):
         return False
-    return not (role == KNOWN and error is not None and error.partition(" (")[0] == ErrorReason.SIZE_LIMIT)
+    return not (error is not None and error.partition(" (")[0] == ErrorReason.SIZE_LIMIT)
 
 
 @dataclass(frozen=True)

@@ -387,8 +387,14 @@ class SiteDiscovery:
         change: str | None = None,
         changes: int | None = None,
     ) -> None:
-        """Tell the tree about the node of ``visit`` (``change``/``changes``: history runs)."""
+        """Tell the tree about the node of ``visit`` (``change``/``changes``: history runs).
+
+        A robots.txt is never an ``invalid`` node: the one that fails and is not left out is
+        there but unread (a gzip body past the size cap once inflated), a ``robots_txt`` node
+        with the error."""
         self._answered = True
+        if kind == NodeKind.INVALID and visit.role == ROBOTS:
+            kind = NodeKind.ROBOTS_TXT
         self._report(NodeReport(visit.path, visit.url, kind, error, page_count, finished, change, changes))
 
     # -- inside ------------------------------------------------------------------------
