@@ -280,6 +280,28 @@ def test_sitemap_urls_may_name_a_robots_txt(fixture_site: SiteFactory, crawl: Cr
     assert site.paths() == ["/robots.txt", "/a.xml", "/b.xml"]
 
 
+def test_a_local_robots_txt_may_name_files_of_its_folder(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+    site = fixture_site({"/remote.xml": urlset("{base}/remote-page")})
+    local = tmp_path / "maps"
+    local.mkdir()
+    (tmp_path / "outside.xml").write_text(urlset(site.url("/secret")), encoding="utf-8")
+    (local / "s.xml").write_text(urlset(site.url("/s1")), encoding="utf-8")
+    (local / "t.xml").write_text(urlset(site.url("/t1")), encoding="utf-8")
+    lines = ["s.xml", (local / "t.xml").as_uri(), "../outside.xml", site.url("/remote.xml")]
+    (local / "robots.txt").write_text("".join(f"Sitemap: {line}\n" for line in lines), encoding="utf-8")
+
+    result = crawl({"sitemap_urls": (local / "robots.txt").as_uri()}, settings=ONE_AT_A_TIME).assert_ok()
+
+    # its own folder's files were left unread (a robots_txt node with no child, nothing said)
+    assert result.tree is not None
+    assert [child["url"] for child in result.tree["sub_sitemaps"][0]["sub_sitemaps"]] == [
+        (local / "s.xml").as_uri(),
+        (local / "t.xml").as_uri(),
+        site.url("/remote.xml"),
+    ]
+    assert sorted(result.urls()) == [site.url("/remote-page"), site.url("/s1"), site.url("/t1")]
+
+
 # -- follow / deny -------------------------------------------------------------------------
 
 

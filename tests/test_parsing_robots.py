@@ -10,7 +10,7 @@ import pytest
 
 from sitemap_crawl.items import SitemapRef
 from sitemap_crawl.parsing import Limits, SitemapReader, parse_sitemap
-from sitemap_crawl.parsing.robots import sitemap_urls_from_robots
+from sitemap_crawl.parsing.robots import declared_sitemap_url, sitemap_urls_from_robots
 
 ROBOTS_URL = "https://www.example.org/robots.txt"
 
@@ -363,3 +363,18 @@ def test_value_with_a_space_is_kept_whole_and_escaped() -> None:
         "https://www.example.org/sub%20dir/s.xml",
         "https://www.example.org/a.xml",
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "robots_url", "named"),
+    [
+        ("s.xml", "file:///data/maps/robots.txt", "file:///data/maps/s.xml"),
+        ("file:///data/maps/sub/s.xml", "file:///data/maps/robots.txt", "file:///data/maps/sub/s.xml"),
+        ("../s.xml", "file:///data/maps/robots.txt", None),  # outside its folder
+        ("file:///etc/passwd", "file:///data/maps/robots.txt", None),
+        ("file:///data/maps/s.xml", "https://example.com/robots.txt", None),  # a site's robots.txt names no file
+        ("https://example.com/s.xml", "file:///data/maps/robots.txt", "https://example.com/s.xml"),
+    ],
+)
+def test_a_local_robots_txt_names_files_of_its_folder_only(value: str, robots_url: str, named: str | None) -> None:
+    assert declared_sitemap_url(value, robots_url) == named

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Iterator
 from urllib.parse import urlsplit
 
-from sitemap_crawl.parsing.fields import resolve_url, same_url_key
+from sitemap_crawl.parsing.fields import local_child_url, resolve_url, same_url_key
 
 _DIRECTIVE = re.compile(r"^[\s\ufeff]*(?:ï»¿)?[\s\ufeff]*site-?maps?\s*:(.*)$", re.IGNORECASE)
 _VALUE_JUNK = " \t\xa0\u200b\ufeffÂ"
@@ -203,7 +203,10 @@ def iter_sitemap_values(lines: Iterable[str | None]) -> Iterator[str]:
 
 def declared_sitemap_url(value: str, robots_url: str) -> str | None:
     """The sitemap URL a Sitemap: value names (the URL the crawl requests), or None (not
-    http(s), or no usable URL)."""
+    http(s), or no usable URL). A local robots.txt (a ``file:`` URL given in ``sitemap_urls``)
+    may also name files of its own folder, as a local index may (:func:`local_child_url`)."""
+    if robots_url.startswith("file:") and (local := local_child_url(value, robots_url)) is not None:
+        return local
     if "://" in value and not value.lower().startswith(("http://", "https://")):
         return None
     if _names_a_host(value, robots_url):
