@@ -121,6 +121,19 @@ def findings_of(body: bytes, sitemap_url: str = SITEMAP) -> list[str]:
     return [finding.rule for finding in audit.audit_sitemap(body, sitemap_url)]
 
 
+@pytest.mark.parametrize(
+    ("ns", "found"),
+    [
+        ('xmlns="http://www.sitemaps.org/schemas/sitemap/0.9 "', ["bad-namespace"]),  # no valid URI: one fault
+        ('xmlns="not a uri"', ["bad-namespace"]),
+        ('xmlns="http://www.example.com/x"', ["bad-namespace"]),
+        ("", ["bad-namespace"]),
+    ],
+)
+def test_a_wrong_root_namespace_is_one_finding(ns: str, found: list[str]) -> None:
+    assert findings_of(urlset(url(), ns=ns)) == found
+
+
 @pytest.mark.parametrize("rule", sorted(CASES))
 def test_rule_broken_and_sound(rule: str) -> None:
     broken, sound = CASES[rule]

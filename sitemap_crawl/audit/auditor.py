@@ -447,8 +447,10 @@ class SiteAudit:
             if facts.error is None:
                 yield self.finding(rules.INVALID_DOCUMENT, sitemap_url, None, f"root element <{facts.root}>")
             return
-        if facts.namespace != SITEMAP_NAMESPACE and (facts.namespace or facts.namespace_error is None):
-            # (a root in no namespace because its prefix is not declared: the finding above)
+        told = facts.namespace_error is not None and (not facts.namespace or facts.namespace in facts.namespace_error)
+        if facts.namespace != SITEMAP_NAMESPACE and not told:
+            # (told: the finding above is about the root's namespace: a root in none because its
+            # prefix is not declared, or one that is no valid URI: one fault, one finding)
             yield self.finding(rules.BAD_NAMESPACE, sitemap_url, None, f"namespace {facts.namespace!r}")
         if facts.entry_count == 0 and facts.error is None:
             yield self.finding(rules.EMPTY_SITEMAP, sitemap_url, None, f"<{facts.root}> with no entry")
