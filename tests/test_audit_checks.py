@@ -203,6 +203,14 @@ def test_text_sitemap_location_and_duplicates() -> None:
     assert findings_of(body, "https://example.com/dir/sitemap.txt") == ["duplicate-in-sitemap", "relative-url"]
 
 
+def test_a_relative_url_detail_fits_a_text_sitemap_too() -> None:
+    # it said "<loc># made by X</loc> has no scheme and host" of a text sitemap's line
+    found = SiteAudit(None, now=NOW).audit_sitemap(b"# made by X\n", "https://example.com/dir/sitemap.txt")
+    assert [(f.rule, f.detail) for f in found] == [
+        ("relative-url", "'# made by X' is not an absolute URL (no scheme and host)")
+    ]
+
+
 @pytest.mark.parametrize(
     ("robots", "expected"),
     [

@@ -101,7 +101,7 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
         return
     scheme = parts.scheme.lower()
     if not scheme or (not parts.netloc and scheme != "file"):
-        yield rules.RELATIVE_URL, f"<loc>{url[:200]}</loc> has no scheme and host"
+        yield rules.RELATIVE_URL, f"{url[:200]!r} is not an absolute URL (no scheme and host)"
         return
     if parts.fragment or url.endswith("#"):
         yield rules.URL_FRAGMENT, f"fragment #{parts.fragment[:100]}"
