@@ -192,6 +192,21 @@ def test_hostile_urls_stay_text() -> None:
     assert "<i>detail</i>'\"" in doc.xpath("string(//details[@class='examples'])")
 
 
+def test_control_characters_of_a_sitemap_are_shown_escaped() -> None:
+    # they were copied raw into the page (HTML forbids them in text), a lone surrogate too
+    odd = "https://example.com/a\x00b\x1b[31m\x7f\x85\ud800.txt"
+    report = Report()
+    report.add_finding(Finding(SITE, odd, odd, "url-fragment", "warning", "fragment #\x01"))
+    report.add_tree(SITE, node(SITE, "website", 0, node(odd, "text", 1)))
+    html = report.render()
+    assert not [char for char in html if ord(char) < 0x20 and char not in "\t\n\r"]
+    assert not [char for char in html if 0x7F <= ord(char) < 0xA0 or 0xD800 <= ord(char) < 0xE000]
+    html.encode("utf-8")
+    shown = "https://example.com/a\\x00b\\x1b[31m\\x7f\\x85\\ud800.txt"
+    assert set(heads(lxml.html.fromstring(html))) == {SITE, shown}
+    assert "fragment #\\x01" in html
+
+
 def test_children_beyond_the_cap_become_one_line() -> None:
     children = [node(f"{SITE}s{i}.xml", "xml_urlset", 10) for i in range(1000)]
     report = Report()

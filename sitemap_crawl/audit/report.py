@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from html import escape
 from operator import itemgetter
 
 from sitemap_crawl.audit.finding import Finding
@@ -23,6 +22,7 @@ from sitemap_crawl.audit.report_tree import (
     NODES_PER_SITE_BEYOND,
     REPORT_NODES,
     NodeSummary,
+    html_text,
     render_tree,
     summarize_tree,
     tree_urls,
@@ -180,7 +180,7 @@ def _rule_table(counts: Counter[str], table_id: str | None = None) -> str:
     rows = []
     for rule_id, count in counts.most_common():
         rule = RULES_BY_ID[rule_id]
-        about = f"<td>{escape(rule.doc)}</td><td>{rule.source.value}</td>" if full else ""
+        about = f"<td>{html_text(rule.doc)}</td><td>{rule.source.value}</td>" if full else ""
         rows.append(
             f"<tr><td><code>{rule_id}</code></td><td class='{rule.severity.value}'>{rule.severity.value}</td>"
             f"<td>{count:,}</td>{about}</tr>"
@@ -192,7 +192,7 @@ def _rule_table(counts: Counter[str], table_id: str | None = None) -> str:
 
 
 def _site_section(summary: SiteSummary) -> str:
-    website = escape(summary.website)
+    website = html_text(summary.website)
     parts = [f"<section class='site'><h2>{website}</h2>"]
     if summary.tree is not None:
         parts.append(f"<h3>Sitemap tree</h3>{render_tree(summary.tree)}")
@@ -200,15 +200,15 @@ def _site_section(summary: SiteSummary) -> str:
         parts.append(f"<h3>Findings by rule</h3>{_rule_table(summary.counts)}")
     for rule_id, examples in summary.examples.items():
         items = "".join(
-            f"<li><code>{escape(f.url or f.sitemap_url)}</code> in <code>{escape(f.sitemap_url)}</code>: "
-            f"{escape(f.detail)}</li>"
+            f"<li><code>{html_text(f.url or f.sitemap_url)}</code> in <code>{html_text(f.sitemap_url)}</code>: "
+            f"{html_text(f.detail)}</li>"
             for f in examples
         )
         parts.append(f"<details class='examples'><summary>{rule_id}</summary><ul>{items}</ul></details>")
     if summary.tree is None:  # no tree extension: entries per sitemap, flat
         parts.append("<h3>Entries per sitemap</h3><table class='sitemaps'><tr><th>sitemap</th><th>entries</th></tr>")
         parts += [
-            f"<tr><td><code>{escape(url)}</code></td><td>{count:,}</td></tr>"
+            f"<tr><td><code>{html_text(url)}</code></td><td>{count:,}</td></tr>"
             for url, count in summary.sitemap_pages.items()
         ]
         parts.append("</table>")
@@ -221,6 +221,6 @@ def _site_section(summary: SiteSummary) -> str:
         count = summary.months[month]
         width = max(1, round(300 * count / top))
         bar = f"<span class='bar' style='width:{width}px'></span>"
-        parts.append(f"<tr><td>{escape(month)}</td><td>{count:,}</td><td>{bar}</td></tr>")
+        parts.append(f"<tr><td>{html_text(month)}</td><td>{count:,}</td><td>{bar}</td></tr>")
     parts.append("</table></section>")
     return "".join(parts)

@@ -18,6 +18,19 @@ from html import escape
 from sitemap_crawl.audit.rules import RULES_BY_ID, SEVERITIES, Severity
 from sitemap_crawl.tree import TreeNode
 
+_UNPRINTABLE = {
+    code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    for code in (*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0), *range(0xD800, 0xE000))
+}
+"""Control characters (HTML forbids them in text) and lone surrogates (no UTF-8 for them)."""
+
+
+def html_text(value: str) -> str:
+    """``value`` escaped for the report's text and attributes; a control character a sitemap
+    held is shown as ``\\xNN``."""
+    return escape(value.translate(_UNPRINTABLE))
+
+
 CHILDREN_SHOWN = 25
 """Children shown per node (the first ones, in document order); the rest are one line."""
 NODES_PER_SITE = 100
@@ -157,11 +170,11 @@ def render_tree(top: NodeSummary) -> str:
 
 
 def _node(summary: NodeSummary, depth: int) -> str:
-    kind = escape(summary.kind)
-    head = [f"<span class='kind'>{kind}</span> <code class='url'>{escape(summary.url)}</code>"]
+    kind = html_text(summary.kind)
+    head = [f"<span class='kind'>{kind}</span> <code class='url'>{html_text(summary.url)}</code>"]
     head.append(f" <span class='pages'>{_count(summary.pages, 'page')}</span>")
     if summary.error:
-        head.append(f" <span class='invalid'>{escape(summary.error)}</span>")
+        head.append(f" <span class='invalid'>{html_text(summary.error)}</span>")
     head.append(_findings(summary.findings))
     if summary.below:
         head.append(f" <span class='below'>{_count(summary.below, 'finding')} below</span>")
@@ -195,7 +208,7 @@ def _findings(by_rule: Counter[str]) -> str:
         for severity in SEVERITIES
         if by_severity[severity]
     ]
-    rules = " ".join(f"<code>{escape(rule_id)}</code>&#215;{count:,}" for rule_id, count in by_rule.most_common())
+    rules = " ".join(f"<code>{html_text(rule_id)}</code>&#215;{count:,}" for rule_id, count in by_rule.most_common())
     return "".join(parts) + f" <span class='rules'>{rules}</span>"
 
 
