@@ -594,6 +594,20 @@ def test_another_port_is_another_host() -> None:
     assert list(SiteAudit(None, now=NOW).audit_sitemap(same, "https://example.com:443/dir/sitemap.xml")) == []
 
 
+def test_an_internationalised_host_is_its_ascii_form() -> None:
+    # bücher.test is xn--bcher-kva.test: it was other-host (and a robots.txt read under the
+    # ASCII name "not read"); the page still has characters to escape
+    here = "http://xn--bcher-kva.test/sitemap.xml"
+    body = urlset(url("http://bücher.test/b"), url("http://BÜCHER.test/c"), url("http://xn--bcher-kva.test/d"))
+    audit = SiteAudit(None, now=NOW)
+    assert [(f.rule, f.url) for f in audit.audit_sitemap(body, here)] == [
+        ("unescaped-url", "http://bücher.test/b"),
+        ("unescaped-url", "http://BÜCHER.test/c"),
+    ]
+    other = urlset(url("http://bücher.example/b"))
+    assert [f.rule for f in SiteAudit(None, now=NOW).audit_sitemap(other, here)] == ["unescaped-url", "other-host"]
+
+
 def test_a_robots_txt_vouches_for_its_own_port_only() -> None:
     declarations = SitemapDeclarations()
     declarations.add("http://localhost:8001/robots.txt", ["http://other.example/sitemap.xml"])

@@ -30,10 +30,13 @@ def unescaped_detail(url: str) -> str | None:
 
 
 def host_and_port(parts: SplitResult) -> str:
-    """The host a split URL names, as the audit compares hosts: its name in lower case, and
+    """The host a split URL names, as the audit compares hosts: its name in lower case (an
+    internationalised one in its ASCII form: ``bücher.test`` is ``xn--bcher-kva.test``), and
     its port when one is written that is not the scheme's default (``example.com:8080``: another
     port is another site, with its own robots.txt)."""
     name = (parts.hostname or "").lower()
+    if not name.isascii():
+        name = _ascii_host(name)
     try:
         port = parts.port
     except ValueError:  # not a number, or out of range: compared as written
@@ -41,6 +44,15 @@ def host_and_port(parts: SplitResult) -> str:
     if port is None or port == DEFAULT_PORTS.get(parts.scheme.lower()):
         return name
     return f"{name}:{port}"
+
+
+def _ascii_host(name: str) -> str:
+    """The ASCII (punycode) form of a host name (Python's IDNA 2003 codec), or the name as
+    written when it has none."""
+    try:
+        return name.encode("idna").decode("ascii")
+    except UnicodeError:
+        return name
 
 
 def url_host_and_port(url: str) -> str:
