@@ -755,6 +755,57 @@ def test_ctrl_c_then_resume_with_jobdir(tmp_path: Path) -> None:
         assert final is not None and final.completed and final.handled_count == final.total_count == 1200
 
 
+def test_follow_ups_that_copy_the_page_meta_are_resumed_with_jobdir(tmp_path: Path) -> None:
+    # a follow-up made with meta=response.meta carried the loader's token: it was kept out of
+    # JOBDIR's disk queue as a page request is, and those pending at a Ctrl-C were lost
+    with FixtureServer(pages="/p/") as site:
+        everything = [url for urls in serve_paged_sitemaps(site, [300, 300]).values() for url in urls]
+        jobdir = tmp_path / "job"
+        seen = tmp_path / "seen.txt"
+        source = sitemap_spider(
+            "following",
+            sitemap_urls=[site.url("/index.xml")],
+            members=f"fd = os.open({str(seen)!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)",
+            parse="""
+                await asyncio.sleep(0.01)
+                os.write(self.fd, response.url.encode() + b"\\n")
+                if not response.url.endswith("/detail"):
+                    yield Request(response.url + "/detail", meta=response.meta)
+            """,
+            is_async=True,
+            imports="import asyncio\nimport os\nfrom scrapy import Request",
+        )
+        settings = {"JOBDIR": jobdir, "CONCURRENT_REQUESTS": 8}
+        with start_spider(tmp_path / "run1", source, settings=settings, feed=False) as first:
+            reached = wait_for_lines(seen, 200, first, timeout=60, poll=0.05) >= 200
+            first.interrupt()
+            first.wait(60)
+        assert reached
+        run_spider(tmp_path / "run2", source, settings=settings, feed=False).assert_ok()
+        visited = set(read_lines(seen))
+        assert visited == set(everything) | {url + "/detail" for url in everything}, len(visited)
+
+
+def test_a_follow_up_made_by_replacing_the_page_request_goes_through_the_duplicate_filter(
+    fixture_site: SiteFactory, tmp_path: Path
+) -> None:
+    # response.request.replace(url=...) kept the dont_filter the loader set: a page linking to
+    # itself was fetched without end (Scrapy's spider filters the repeat)
+    site = fixture_site({"/sitemap.xml": urlset("{base}/list/1")})
+    site["/list/1"] = Route('<a rel="next" href="/list/2">next</a>', content_type="text/html")
+    site["/list/2"] = Route('<a rel="next" href="/list/2">next</a>', content_type="text/html")
+    body = f"""
+        sitemap_urls = ["{site.url("/sitemap.xml")}"]
+        sitemap_rules = [("/list/", "parse_list")]
+
+        def parse_list(self, response):
+            yield {{"cb": "parse_list", "url": response.url}}
+            yield response.request.replace(url=response.urljoin(response.css("a::attr(href)").get()))
+    """
+    theirs, ours = crawl_both(tmp_path, body, settings={"CLOSESPIDER_PAGECOUNT": 20})
+    assert ours == theirs == [("parse_list", site.url("/list/1")), ("parse_list", site.url("/list/2"))]
+
+
 def test_after_a_resume_the_duplicate_filter_knows_the_pages_sent_past_it(tmp_path: Path) -> None:
     # sitemap_filter_duplicates: the pages a restart sends past the filter (the saved ones and
     # the rest of the sitemap read again) were not recorded in it, so the same pages listed by

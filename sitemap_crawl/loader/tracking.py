@@ -129,6 +129,25 @@ class _TrackedErrback:
         return f"<sitemap page errback {self.__name__}>"
 
 
+def _as_follow_up(request: Request) -> None:
+    """A request a page's callback yields is one of the spider's own, also when it copies the
+    page request (``response.request.replace(url=...)``, ``meta=response.meta``): the loader's
+    marks come off it (its token, the wrapped callback and errback, and the ``dont_filter``
+    the loader set to skip the duplicate filter only). With them it was taken for the page:
+    kept out of JOBDIR's queue (lost on a stop) and past the duplicate filter (a page that
+    links to itself was fetched without end)."""
+    meta = request.meta
+    if TOKEN_META_KEY not in meta:
+        return
+    del meta[TOKEN_META_KEY]
+    if meta.pop(DUPES_ONLY_META_KEY, False):
+        request.dont_filter = False
+    if isinstance(request.callback, _TrackedCallback):
+        request.callback = request.callback.callback
+    if isinstance(request.errback, _TrackedErrback):
+        request.errback = request.errback.errback
+
+
 def _sweep_cancelled_timers() -> None:
     """Let Twisted's reactor drop the timeouts that were cancelled.
 
@@ -252,12 +271,16 @@ class ScrapyBinding:
 
         if token is None or token not in self._tokens:
             async for value in _iterate_output(output):
+                if isinstance(value, Request):
+                    _as_follow_up(value)
                 yield value
             return
         record = self._records[token] = _OutputRecord(source)
         try:
             async for value in _iterate_output(output):
-                if value is not None and not isinstance(value, Request):
+                if isinstance(value, Request):
+                    _as_follow_up(value)
+                elif value is not None:
                     record.items += 1
                 yield value
         finally:
