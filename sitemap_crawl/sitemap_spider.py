@@ -153,6 +153,8 @@ class SitemapSpider(Spider):
     page URL is requested once per sitemap that lists it, in bounded memory."""
 
     sitemap_loader: SitemapRequestLoader
+    _loader_sources: tuple[list[str], str | None, list[str]] = ([], None, [])
+    """sitemap_urls, homepage and homepages when the loader was made."""
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -167,6 +169,7 @@ class SitemapSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         SettingsReader(crawler.settings).check_for(spider.name)
+        spider._loader_sources = spider._sources()
         spider.sitemap_loader = spider.make_sitemap_loader(crawler)
         return spider
 
@@ -215,7 +218,28 @@ class SitemapSpider(Spider):
             every_link=True,  # Scrapy's entry["alternate"]: every xhtml:link href
         )
 
+    def _sources(self) -> tuple[list[str], str | None, list[str]]:
+        """sitemap_urls, homepage and homepages as the loader takes them (-a arguments and
+        values set by the spider's own code may be strings)."""
+        urls = self.sitemap_urls
+        homepage = self.homepage
+        return (
+            parse_sitemap_urls(urls) if urls else [],
+            parse_homepage(homepage, True) if homepage else None,
+            [parse_homepage(url, True) for url in parse_list(self.homepages)],
+        )
+
     async def start(self) -> AsyncIterator[Any]:
+        try:
+            sources = self._sources()
+        except SpiderArgumentError as exc:
+            logger.error("Bad sitemap source for the %s spider: %s", self.name, exc)
+            return
+        if sources != self._loader_sources:
+            # set after the loader was made (in the spider's from_crawler or start(), where
+            # Scrapy's SitemapSpider reads them): the loader takes them now
+            self.sitemap_urls, self.homepage, self.homepages = sources
+            self.sitemap_loader.set_sources(*sources)
         if not self.sitemap_urls and not self.homepage and not self.homepages:
             logger.warning("%s has no sitemap_urls and no homepage: no sitemap to read", self.name)
         async for request in self.sitemap_loader.requests(self._page_request):

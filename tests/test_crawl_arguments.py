@@ -280,7 +280,9 @@ def test_sitemap_urls_may_name_a_robots_txt(fixture_site: SiteFactory, crawl: Cr
     assert site.paths() == ["/robots.txt", "/a.xml", "/b.xml"]
 
 
-def test_a_local_robots_txt_may_name_files_of_its_folder(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
+def test_a_local_robots_txt_may_name_files_of_its_folder(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
     site = fixture_site({"/remote.xml": urlset("{base}/remote-page")})
     local = tmp_path / "maps"
     local.mkdir()

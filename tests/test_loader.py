@@ -99,6 +99,22 @@ def test_index_and_urlsets_in_order_with_counts_and_state() -> None:
     assert web.fetched == Counter({f"{BASE}/index.xml": 1, f"{BASE}/a.xml": 1, f"{BASE}/b.xml": 1})
 
 
+def test_sources_can_change_until_the_loader_is_used() -> None:
+    web = FakeWeb({f"{BASE}/a.xml": urlset(*pages("a", 2)), f"{BASE}/b.xml": urlset(*pages("b", 1))})
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/a.xml"], fetch=web)
+        loader.set_sources([f"{BASE}/b.xml", f"{BASE}/b.xml"])
+        assert loader.start_urls == [f"{BASE}/b.xml"]
+        assert [p.url for p in await drain(loader)] == pages("b", 1)
+        with pytest.raises(RuntimeError, match="already in use"):
+            loader.set_sources([f"{BASE}/a.xml"])
+        loader.close()
+
+    run(main)
+    assert web.fetched == Counter({f"{BASE}/b.xml": 1})
+
+
 def test_counts_while_running_and_in_progress_until_handled() -> None:
     web = FakeWeb({f"{BASE}/s.xml": urlset(*pages("p", 5))})
 

@@ -88,6 +88,44 @@ def test_docs_simplest_example_every_url_to_parse(fixture_site: SiteFactory, tmp
     assert ours == theirs == [("parse", site.url(p)) for p in ("/a", "/b", "/c")]
 
 
+@pytest.mark.parametrize(
+    "where",
+    [
+        """
+        @classmethod
+        def from_crawler(cls, crawler, *args, **kwargs):
+            spider = super().from_crawler(crawler, *args, **kwargs)
+            spider.sitemap_urls = [crawler.settings.get("MY_SITEMAP")]
+            return spider
+        """,
+        """
+        async def start(self):
+            self.sitemap_urls = [self.settings.get("MY_SITEMAP")]
+            async for request in super().start():
+                yield request
+        """,
+    ],
+    ids=["from_crawler", "start"],
+)
+def test_sitemap_urls_set_after_init_are_read(fixture_site: SiteFactory, tmp_path: Path, where: str) -> None:
+    # Scrapy's spider reads sitemap_urls in start(); ours had made its loader before: nothing was read
+    site = with_pages(fixture_site({"/sitemap.xml": urlset("{base}/a", "{base}/b")}), "/a", "/b")
+    theirs, ours = crawl_both(tmp_path, where, settings={"MY_SITEMAP": site.url("/sitemap.xml")})
+    assert ours == theirs == [("parse", site.url("/a")), ("parse", site.url("/b"))]
+
+
+def test_a_homepage_set_in_start_is_mapped(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    site = with_pages(fixture_site({"/robots.txt": robots("{base}/s.xml"), "/s.xml": urlset("{base}/a")}), "/a")
+    body = f"""
+        async def start(self):
+            self.homepage = "{site.base}"
+            async for request in super().start():
+                yield request
+    """
+    result = run_spider(tmp_path, spider_source("sitemap_crawl", body))
+    assert visits(result) == [("parse", site.url("/a"))]
+
+
 def test_docs_rules_example(fixture_site: SiteFactory, tmp_path: Path) -> None:
     site = with_pages(
         fixture_site(

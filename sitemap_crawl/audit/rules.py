@@ -67,9 +67,7 @@ OUTSIDE_DIRECTORY = Rule(
     " the sitemap.",
     P,
 )
-RELATIVE_URL = Rule(
-    "relative-url", E, "location", "A <loc> (or a text sitemap's line) that is not an absolute URL.", P
-)
+RELATIVE_URL = Rule("relative-url", E, "location", "A <loc> (or a text sitemap's line) that is not an absolute URL.", P)
 URL_FRAGMENT = Rule("url-fragment", W, "location", "A URL with a #fragment (the same page for a crawler).", G)
 UNESCAPED_URL = Rule(
     "unescaped-url", W, "location", "Characters that must be percent-escaped (space, quotes, <>, non-ASCII).", P

@@ -171,12 +171,10 @@ class SitemapRequestLoader:
         from sitemap_crawl.default_settings import DEFAULT_KNOWN_PATHS
 
         self._fetch = fetch
-        self.start_urls: list[str] = list(dict.fromkeys(str(url).strip() for url in sitemap_urls if str(url).strip()))
-        self.homepages: list[str] = list(
-            dict.fromkeys(url for url in ([homepage] if homepage else []) + [str(h).strip() for h in homepages] if url)
-        )
+        self.start_urls: list[str] = []
+        self.homepages: list[str] = []
         """Every site to map, in order; the first one (``homepage``) is mapped with ``sitemap_urls``."""
-        self.homepage = self.homepages[0] if self.homepages else None
+        self.homepage: str | None = None
         self.use_robots = use_robots
         self._known_paths: list[str] = (
             list(DEFAULT_KNOWN_PATHS if known_paths is None else known_paths) if use_known_paths else []
@@ -205,7 +203,8 @@ class SitemapRequestLoader:
         # sitemap at a time, each URL once per crawl); the pages are the loader's
         self._next: deque[Visit] = deque()  # what the discovery sent: the next sitemap to read
         self._site_index = 0  # the site being mapped: self.homepages[self._site_index]
-        self._discovery = self._new_discovery()
+        self._opened = False
+        self.set_sources(sitemap_urls, homepage, homepages)  # (the discovery of the first site)
         self._current: Visit | None = None
         # a set kept as an insertion-ordered dict, so that the saved list is in a useful order
         self._current_processed: dict[str, None] = {}
@@ -221,7 +220,6 @@ class SitemapRequestLoader:
         self._completed = False
 
         # running
-        self._opened = False
         self._closed = False
         self._current_restored = False
         self._producer: asyncio.Task[None] | None = None
@@ -232,6 +230,21 @@ class SitemapRequestLoader:
         self._last_save = 0.0
         self._last_log = time.monotonic()
         self._scrapy: ScrapyBinding | None = None
+
+    def set_sources(
+        self, sitemap_urls: Iterable[str] = (), homepage: str | None = None, homepages: Iterable[str] = ()
+    ) -> None:
+        """Replace the sources given at construction (as :class:`SitemapRequestLoader` takes
+        them), before the loader is first used (a spider that sets ``sitemap_urls`` in its own
+        ``from_crawler`` or ``start()``). A state saved in ``persist_dir`` still wins."""
+        if self._opened:
+            raise RuntimeError("the loader is already in use: its sources can no longer change")
+        self.start_urls = list(dict.fromkeys(str(url).strip() for url in sitemap_urls if str(url).strip()))
+        self.homepages = list(
+            dict.fromkeys(url for url in ([homepage] if homepage else []) + [str(h).strip() for h in homepages] if url)
+        )
+        self.homepage = self.homepages[0] if self.homepages else None
+        self._discovery = self._new_discovery()
 
     def _new_discovery(self, read_urls: dict[str, None] | None = None) -> SiteDiscovery:
         """The discovery of the site at ``_site_index`` (the start URLs go with the first);
