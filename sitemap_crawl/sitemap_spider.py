@@ -48,6 +48,8 @@ from sitemap_crawl.loader import (
     SitemapRequestLoader,
     use_loader_scheduler,
 )
+from sitemap_crawl.discovery.rules import FollowRules
+from sitemap_crawl.parsing import INVALID, SitemapReader
 from sitemap_crawl.parsing.fields import normalize_change_frequency, normalize_date, normalize_priority
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.wiring import add_sitemap_request_middlewares
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
 
@@ -334,6 +337,38 @@ class SitemapSpider(Spider):
         for entry in self.sitemap_filter(sitemap_entry(ref, texts) for ref, texts in refs):
             if isinstance(entry, dict) and entry.get("loc"):
                 yield str(entry["loc"])
+
+    def _parse_sitemap(self, response: Response) -> Iterator[Request]:
+        """Scrapy's SitemapSpider callback, for a spider whose own ``start()`` asks for a
+        sitemap or robots.txt with ``callback=self._parse_sitemap`` (to give it headers,
+        cookies or meta): read as Scrapy's spider reads it, outside the loader (not resumed
+        from JOBDIR; pages and sub-sitemaps through Scrapy's duplicate filter), with every
+        format, ``sitemap_rules``, ``sitemap_follow``, ``sitemap_filter`` and alternate links."""
+        url = response.url
+        is_robots = url.endswith("/robots.txt")
+        reader = SitemapReader(response.body, url, is_robots=is_robots, limits=self.sitemap_loader.limits)
+        if reader.kind == INVALID:
+            logger.warning("Ignoring invalid sitemap: %s (%s)", url, reader.error)
+            return
+        entries = list(reader.iter_with_texts())  # (one sitemap, as Scrapy's spider holds its body)
+        refs = [(entry, texts) for entry, texts in entries if isinstance(entry, SitemapRef)]
+        pages = [(entry, texts) for entry, texts in entries if isinstance(entry, SitemapPage)]
+        filtered = self._overrides_sitemap_filter()
+        if refs:
+            follow = FollowRules(follow=self._follow, deny=self._deny or None)
+            children = self._filter_sitemaps(iter(refs), url) if filtered else (ref.url for ref, _texts in refs)
+            for child in children:
+                if is_robots or follow.refusal(child) is None:
+                    yield Request(child, callback=self._parse_sitemap)
+        chosen = (
+            self._filter_page_entries(iter(pages), url)
+            if filtered
+            else self._filter_pages((page for page, _texts in pages), url)
+        )
+        for page in chosen:
+            callback = self._callback_for(page.url)
+            if callback is not None:
+                yield Request(page.url, callback=callback, meta={PAGE_META_KEY: page})
 
     def _callback_for(self, url: str) -> Any:
         for pattern, callback in self._cbs:

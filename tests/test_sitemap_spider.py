@@ -187,6 +187,35 @@ def test_docs_robots_and_follow_example(fixture_site: SiteFactory, tmp_path: Pat
     assert ours == [("parse_shop", site.url(p)) for p in ("/shop/1", "/shop/2", "/shop/4")]
 
 
+def test_a_start_that_asks_for_sitemaps_with_parse_sitemap_as_scrapy(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    # Scrapy's private callback, used to give sitemap requests headers or cookies: ours had none
+    site = with_pages(
+        fixture_site(
+            {
+                "/robots.txt": robots("{base}/sitemap_index.xml"),
+                "/sitemap_index.xml": sitemapindex("{base}/sitemap_shops.xml", "{base}/sitemap_other.xml"),
+                "/sitemap_shops.xml": urlset("{base}/shop/1", "{base}/shop/2", "{base}/misc", "{base}/shop/1"),
+                "/sitemap_other.xml": urlset("{base}/shop/3"),
+            }
+        ),
+        "/shop/1",
+        "/shop/2",
+        "/shop/3",
+        "/misc",
+    )
+    body = f"""
+    sitemap_rules = [("/shop/", "parse_shop")]
+    sitemap_follow = ["/sitemap_shops"]
+
+    async def start(self):
+        yield Request("{site.url("/robots.txt")}", callback=self._parse_sitemap, headers={{"X-Token": "t"}})
+    """
+    theirs, ours = crawl_both(tmp_path, body)
+    assert ours == theirs == [("parse_shop", site.url(p)) for p in ("/shop/1", "/shop/2")]
+    robots_asked = [request for request in site.requests if request.path == "/robots.txt"]
+    assert robots_asked and all(request.headers.get("X-Token") == "t" for request in robots_asked)
+
+
 def test_docs_combine_with_other_sources_example(fixture_site: SiteFactory, tmp_path: Path) -> None:
     site = with_pages(
         fixture_site(
