@@ -39,6 +39,7 @@ from sitemap_crawl.arguments import (
     parse_list,
     parse_sitemap_urls,
 )
+from sitemap_crawl.discovery.rules import FollowRules
 from sitemap_crawl.item_adapter import register_page_adapter
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.loader import (
@@ -48,7 +49,6 @@ from sitemap_crawl.loader import (
     SitemapRequestLoader,
     use_loader_scheduler,
 )
-from sitemap_crawl.discovery.rules import FollowRules
 from sitemap_crawl.parsing import INVALID, SitemapReader
 from sitemap_crawl.parsing.fields import normalize_change_frequency, normalize_date, normalize_priority
 from sitemap_crawl.settings_reader import SettingsReader
