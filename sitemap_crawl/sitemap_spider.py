@@ -24,11 +24,12 @@ import contextlib
 import dataclasses
 import logging
 import re
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy import Request, Spider
+from scrapy.exceptions import IgnoreRequest
 from scrapy.settings import BaseSettings
 
 from sitemap_crawl.arguments import (
@@ -49,6 +50,7 @@ from sitemap_crawl.loader import (
     SitemapRequestLoader,
     use_loader_scheduler,
 )
+from sitemap_crawl.loader.tracking import offsite_middleware
 from sitemap_crawl.parsing import INVALID, SitemapReader
 from sitemap_crawl.parsing.fields import normalize_change_frequency, normalize_date, normalize_priority
 from sitemap_crawl.settings_reader import SettingsReader
@@ -279,7 +281,7 @@ class SitemapSpider(Spider):
         allowed_domains leaves out. With sitemap_alternate_links, the alternates the sitemap
         does not list as entries of their own follow its pages: a page item holding its URL
         only (a listed one is requested once, with its own entry's values)."""
-        host = _host_regex(getattr(self, "allowed_domains", None) or ())
+        allowed = self._offsite_policy()
         listed: set[str] = set()
         alternates: dict[str, SitemapPage] = {}  # alternate URL -> the first page that links to it
         for page, hrefs in chosen:
@@ -290,33 +292,39 @@ class SitemapSpider(Spider):
                 listed.add(page.url)
                 for href in hrefs:
                     alternates.setdefault(href, page)
-            if self._allowed(page.url, host):
+            if allowed is None or allowed(page.url):
                 yield page
         for href, linking in alternates.items():
-            if href not in listed and self._allowed(href, host):
+            if href not in listed and (allowed is None or allowed(href)):
                 yield SitemapPage(href, linking.sitemap_url, website=linking.website)
 
-    def _allowed(self, url: str, host: re.Pattern[str] | None) -> bool:
-        """Whether allowed_domains lets a page be requested (one it leaves out is counted)."""
-        if host is not None and not host.search(_hostname(url)):
-            self._count_offsite(url)
-            return False
-        return True
-
-    def _count_offsite(self, url: str) -> None:
-        """A page left out by allowed_domains before it is requested: logged and counted by
-        Scrapy's OffsiteMiddleware as if it had dropped the request (its DEBUG line, the
-        ``offsite/filtered`` and ``offsite/domains`` stats), when that middleware is enabled."""
-        from scrapy.exceptions import IgnoreRequest
-
-        from sitemap_crawl.loader.tracking import offsite_middleware
-
-        offsite = offsite_middleware(self.crawler) if hasattr(self, "crawler") else None
+    def _offsite_policy(self) -> Callable[[str], bool] | None:
+        """Whether a listed page may be requested, by the crawl's OffsiteMiddleware as it
+        would judge the page's request (a project's subclass with its own ``should_follow``
+        included; one left out is logged and counted by it, as if it had dropped the
+        request); None when every page may: no ``allowed_domains``, or the middleware
+        disabled (Scrapy's spider then requests them all). Outside a running crawl,
+        ``allowed_domains`` as that middleware reads them."""
+        domains = getattr(self, "allowed_domains", None)
+        if not domains:
+            return None
+        crawler = getattr(self, "crawler", None)
+        if crawler is None or crawler.engine is None:
+            host = _host_regex(domains)
+            return None if host is None else (lambda url: bool(host.search(_hostname(url))))
+        offsite = offsite_middleware(crawler)
         if offsite is None:
-            logger.debug("Filtered offsite page %s", url)
-            return
-        with contextlib.suppress(IgnoreRequest):
-            offsite.process_request(Request(url))
+            return None
+
+        def allowed(url: str) -> bool:
+            request = Request(url)
+            if offsite.should_follow(request, self):
+                return True
+            with contextlib.suppress(IgnoreRequest):
+                offsite.process_request(request)  # (its DEBUG line and offsite/* stats)
+            return False
+
+        return allowed
 
     @staticmethod
     def _page_of(entry: Any, sitemap_url: str) -> SitemapPage | None:

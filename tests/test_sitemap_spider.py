@@ -464,6 +464,26 @@ def test_allowed_domains_for_sitemaps_and_page_redirects_as_scrapy(
     assert [ours.stats.get(key) for key in offsite] == [theirs.stats.get(key) for key in offsite]
 
 
+@pytest.mark.parametrize("policy", ["disabled", "own should_follow"])
+def test_listed_pages_follow_the_crawls_offsite_policy_as_scrapy(
+    fixture_site: SiteFactory, tmp_path: Path, policy: str
+) -> None:
+    # ours applied allowed_domains with a regex of its own: with Scrapy's OffsiteMiddleware
+    # disabled, or replaced by a project's subclass, it still left the other host's page out
+    site = with_pages(fixture_site({"/sm.xml": urlset("{base}/a", "http://other.test:{port}/b")}), "/a")
+    site["//other.test/b"] = Route(HTML, content_type="text/html")
+    body = f"""
+    allowed_domains = ["127.0.0.1"]
+    sitemap_urls = ["{site.url("/sm.xml")}"]
+    """
+    middlewares: dict[str, int | None] = {"scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None}
+    if policy != "disabled":
+        middlewares["tests.support.spiders.OffsiteAlsoOtherTest"] = 50
+    settings = {"TWISTED_DNS_RESOLVER": "tests.support.dns.LoopbackResolver", "DOWNLOADER_MIDDLEWARES": middlewares}
+    theirs, ours = crawl_both(tmp_path, body, settings=settings)
+    assert ours == theirs == [("parse", site.url("/a")), ("parse", f"http://other.test:{site.port}/b")]
+
+
 @pytest.mark.parametrize("depth_limit", [0, 2])
 def test_page_requests_have_scrapys_referer_and_depth(
     fixture_site: SiteFactory, tmp_path: Path, depth_limit: int

@@ -19,6 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from scrapy import Request, Spider
+from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
+
 from .crawl import REPO_ROOT, CrawlResult, RunningCrawl
 from .fixture_server import FixtureServer
 from .sitemaps import sitemapindex, urlset
@@ -261,3 +264,11 @@ def wait_for_lines(path: Path, count: int, running: RunningCrawl, timeout: float
             break
         time.sleep(poll)
     return lines
+
+
+class OffsiteAlsoOtherTest(OffsiteMiddleware):
+    """A project's own offsite policy (Scrapy's documented way: ``should_follow``): the
+    spider's allowed_domains, and the host ``other.test`` too."""
+
+    def should_follow(self, request: Request, spider: Spider) -> bool:
+        return bool(request.url.startswith("http://other.test:")) or bool(super().should_follow(request, spider))
