@@ -38,6 +38,7 @@ from sitemap_crawl.arguments import (
     parse_bool,
     parse_homepage,
     parse_list,
+    parse_since_arguments,
     parse_sitemap_urls,
 )
 from sitemap_crawl.discovery.rules import FollowRules
@@ -51,6 +52,7 @@ from sitemap_crawl.loader import (
     use_loader_scheduler,
 )
 from sitemap_crawl.loader.tracking import offsite_middleware
+from sitemap_crawl.names import SINCE_PAGES_DROPPED_STAT
 from sitemap_crawl.parsing import INVALID, SitemapReader
 from sitemap_crawl.parsing.fields import normalize_change_frequency, normalize_date, normalize_priority
 from sitemap_crawl.settings_reader import SettingsReader
@@ -157,6 +159,12 @@ class SitemapSpider(Spider):
     fingerprint per page in memory and in JOBDIR/requests.seen). False (default): a
     page URL is requested once per sitemap that lists it, in bounded memory."""
 
+    since: str | None = None
+    """Request only the pages whose lastmod is at or after this (``-a since``: ISO 8601, or
+    ``7d``, ``12h``...); index children that say they are older are not read."""
+    since_undated: str | None = None
+    """``keep`` (default) or ``drop`` the pages without a lastmod when ``since`` is given."""
+
     sitemap_loader: SitemapRequestLoader
     _loader_sources: tuple[list[str], str | None, list[str]] = ([], None, [])
     """sitemap_urls, homepage and homepages when the loader was made."""
@@ -198,6 +206,7 @@ class SitemapSpider(Spider):
             )
             self.homepage = parse_homepage(self.homepage, True) if self.homepage else None
             self.homepages = [parse_homepage(url, True) for url in parse_list(self.homepages)]
+            self._since = parse_since_arguments(self.since, self.since_undated)
         except SpiderArgumentError as exc:
             logger.error("Bad argument for the %s spider: %s", self.name, exc)
             raise
@@ -219,6 +228,7 @@ class SitemapSpider(Spider):
             # no dict is made
             page_filter=None if filtered else self._filter_pages,
             page_texts_filter=self._filter_page_entries if filtered else None,
+            sitemap_filter=self._since_sitemaps if self._since is not None and not filtered else None,
             sitemap_texts_filter=self._filter_sitemaps if filtered else None,
             every_link=True,  # Scrapy's entry["alternate"]: every xhtml:link href
         )
@@ -284,7 +294,11 @@ class SitemapSpider(Spider):
         allowed = self._offsite_policy()
         listed: set[str] = set()
         alternates: dict[str, SitemapPage] = {}  # alternate URL -> the first page that links to it
+        since = self._since
         for page, hrefs in chosen:
+            if since is not None and not since.keeps_page(page.last_modified):
+                self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT)
+                continue
             if any(link.hreflang is None for link in page.alternates):
                 # the page item keeps its hreflang alternates only, as in the feeds
                 page = dataclasses.replace(page, alternates=[a for a in page.alternates if a.hreflang is not None])
@@ -341,7 +355,15 @@ class SitemapSpider(Spider):
             change_frequency=normalize_change_frequency(_text(entry.get("changefreq"))),
         )
 
+    def _since_sitemaps(self, refs: Iterator[SitemapRef], sitemap_url: str) -> Iterator[SitemapRef]:
+        """The sub-sitemaps of an index to read: those ``since`` does not skip."""
+        since = self._since
+        return refs if since is None else (ref for ref in refs if not since.skips_sitemap(ref.last_modified))
+
     def _filter_sitemaps(self, refs: Iterator[tuple[SitemapRef, EntryTexts]], sitemap_url: str) -> Iterator[str]:
+        since = self._since
+        if since is not None:
+            refs = ((ref, texts) for ref, texts in refs if not since.skips_sitemap(ref.last_modified))
         for entry in self.sitemap_filter(sitemap_entry(ref, texts) for ref, texts in refs):
             if isinstance(entry, dict) and entry.get("loc"):
                 yield str(entry["loc"])
@@ -364,7 +386,11 @@ class SitemapSpider(Spider):
         filtered = self._overrides_sitemap_filter()
         if refs:
             follow = FollowRules(follow=self._follow, deny=self._deny or None)
-            children = self._filter_sitemaps(iter(refs), url) if filtered else (ref.url for ref, _texts in refs)
+            children = (
+                self._filter_sitemaps(iter(refs), url)
+                if filtered
+                else (ref.url for ref in self._since_sitemaps((ref for ref, _texts in refs), url))
+            )
             for child in children:
                 if is_robots or follow.refusal(child) is None:
                     yield Request(child, callback=self._parse_sitemap)

@@ -114,6 +114,51 @@ def test_sitemap_urls_set_after_init_are_read(fixture_site: SiteFactory, tmp_pat
     assert ours == theirs == [("parse", site.url("/a")), ("parse", site.url("/b"))]
 
 
+@pytest.mark.parametrize("own_filter", [False, True])
+def test_since_keeps_the_newer_pages_and_skips_older_index_children(
+    fixture_site: SiteFactory, tmp_path: Path, own_filter: bool
+) -> None:
+    # -a since was silently ignored by the drop-in
+    site = with_pages(
+        fixture_site(
+            {
+                "/index.xml": sitemapindex(
+                    {"loc": "{base}/old.xml", "lastmod": "2020-01-01"},
+                    {"loc": "{base}/new.xml", "lastmod": "2025-01-01"},
+                ),
+                "/old.xml": urlset({"loc": "{base}/old-page", "lastmod": "2025-02-01"}),
+                "/new.xml": urlset(
+                    {"loc": "{base}/fresh", "lastmod": "2025-02-01"},
+                    {"loc": "{base}/stale", "lastmod": "2019-05-01"},
+                    "{base}/undated",
+                ),
+            }
+        ),
+        "/fresh",
+        "/stale",
+        "/undated",
+        "/old-page",
+    )
+    body = f'sitemap_urls = ["{site.url("/index.xml")}"]\n'
+    if own_filter:
+        body += "def sitemap_filter(self, entries):\n    yield from entries\n"
+    source = spider_source("sitemap_crawl", body)
+    result = run_spider(tmp_path, source, spider_args={"since": "2024-06-01", "since_undated": "drop"})
+    assert visits(result) == [("parse", site.url("/fresh"))]
+    assert "/old.xml" not in [request.path for request in site.requests]
+    assert result.stats["sitemap_crawl/since/pages_dropped"] == 2
+
+
+def test_a_bad_since_is_one_error_line(tmp_path: Path) -> None:
+    result = run_spider(
+        tmp_path,
+        spider_source("sitemap_crawl", 'sitemap_urls = ["http://127.0.0.1:9/s.xml"]\n'),
+        spider_args={"since": "last tuesday"},
+    )
+    assert result.returncode == 1
+    assert "since" in result.log and "Traceback" not in result.log
+
+
 def test_a_homepage_set_in_start_is_mapped(fixture_site: SiteFactory, tmp_path: Path) -> None:
     site = with_pages(fixture_site({"/robots.txt": robots("{base}/s.xml"), "/s.xml": urlset("{base}/a")}), "/a")
     body = f"""
