@@ -564,6 +564,30 @@ def test_hreflang_back_links_in_either_order_and_repeats() -> None:
     assert list(audit.finish()) == []
 
 
+@pytest.mark.parametrize("b_first", [True, False])
+def test_hreflang_of_a_page_listed_first_without_alternates(b_first: bool) -> None:
+    # B in a plain sitemap first, then A and B listing each other in the hreflang one: B's
+    # second listing was skipped as a repeat, so A "was not listed back" (in one order only)
+    audit = SiteAudit(None, now=NOW)
+    a, b = "https://example.com/dir/a", "https://example.com/dir/b"
+    plain = urlset(url(b))
+    pair = [url(a, _alternates(b)), url(b, _alternates(a))]
+    hreflang = urlset(*(pair[::-1] if b_first else pair))
+    assert list(audit.audit_sitemap(plain, SITEMAP)) == []
+    assert [f.rule for f in audit.audit_sitemap(hreflang, CHILD)] == ["duplicate-across-sitemaps"]
+    assert list(audit.finish()) == []
+
+
+def test_hreflang_pairs_listed_twice_with_their_alternates_are_answered_once() -> None:
+    # both sitemaps list A and B with each other as alternates; and C -> A in the second only
+    audit = SiteAudit(None, now=NOW)
+    a, b, c = "https://example.com/dir/a", "https://example.com/dir/b", "https://example.com/dir/c"
+    body = urlset(url(a, _alternates(b)), url(b, _alternates(a)))
+    list(audit.audit_sitemap(body, SITEMAP))
+    list(audit.audit_sitemap(urlset(url(b, _alternates(a)), url(a, _alternates(b)), url(c, _alternates(a))), CHILD))
+    assert [(f.rule, f.url) for f in audit.finish()] == [("hreflang-not-reciprocal", c)]
+
+
 def test_hreflang_limit_counts_only_alternates_waiting_for_a_back_link(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(auditor, "ALTERNATE_LIMIT", 2)
     audit = SiteAudit(None, now=NOW)

@@ -107,6 +107,10 @@ class SiteAudit:
         """Alternates (sitemap, page A, alternate B) whose back-link (B lists A) is not seen
         yet, by the hash of that back-link (``B\nA``)."""
         self._alternates_dropped = False
+        self._repeated_waits: set[int] = set()
+        """The back-links (hashes, as keys of ``_unanswered``) that pages listed again wait
+        for: they answer a later page, and are never findings themselves (at most
+        ``ALTERNATE_LIMIT``; past it, such pages answer only what waits already)."""
         self.responses_audited: set[tuple[str, str]] = set()
         """(URL asked for, URL answered from) of each response audited: a sitemap the site lists
         twice is fetched twice (it is twice in the tree) and audited once."""
@@ -252,6 +256,7 @@ class SiteAudit:
     def finish(self) -> Iterator[Finding]:
         """The findings known only once all of the site's sitemaps are read (``hreflang-not-reciprocal``)."""
         unanswered, self._unanswered = self._unanswered, {}
+        self._repeated_waits = set()
         if self._alternates_dropped:
             return
         for sitemap_url, page, alternate in unanswered.values():
@@ -360,22 +365,37 @@ class SiteAudit:
         return f"{parts.scheme}://{parts.netloc}/", robots
 
     def _remember_alternates(self, sitemap_url: str, entries: list[RawEntry], listed_before: set[int]) -> None:
-        """Each page of ``entries`` (but those at ``listed_before``: repeats) lists each href of
-        its hreflangs: it answers an alternate waiting for that back-link, or waits for its
-        own (each pair A, B is met once: a page's repeats are not passed here, and its hrefs
-        are taken once)."""
+        """Each page of ``entries`` lists each href of its hreflangs: it answers an alternate
+        waiting for that back-link, or waits for its own (each pair A, B is met once: a
+        page's hrefs are taken once).
+
+        A page listed before (``listed_before``: its positions) may have had its alternates
+        taken then: what its hrefs do not answer waits apart (:attr:`_repeated_waits`),
+        never a finding, only a back-link a later page may be answered by (a page listed
+        first with no alternates, then with them: its alternates' back-links were not seen).
+        """
         unanswered = self._unanswered
+        repeated = self._repeated_waits
         for position, entry in enumerate(entries):
-            if not entry.hreflangs or position in listed_before:
+            if not entry.hreflangs:
                 continue
             if self._alternates_dropped:
                 return
             page = entry.loc
+            again = position in listed_before
             for href in dict.fromkeys(map(_HREF, entry.hreflangs)):
                 if href is None or href == page:
                     continue
-                if unanswered.pop(url_hash(f"{page}\n{href}"), None) is not None:
+                answer = url_hash(f"{page}\n{href}")
+                if unanswered.pop(answer, None) is not None:
                     continue  # B listed A first: both are answered
+                if answer in repeated:
+                    repeated.discard(answer)
+                    continue
+                if again:
+                    if len(repeated) < ALTERNATE_LIMIT:
+                        repeated.add(url_hash(f"{href}\n{page}"))
+                    continue
                 if len(unanswered) >= ALTERNATE_LIMIT:
                     self._alternates_dropped = True
                     self._unanswered = {}
