@@ -73,6 +73,7 @@ CHECKED_PROPERTIES = (
     "loader_max_in_flight",
     "queue_claim_after",
     "queue_max_attempts",
+    "gc_tuning",
 )
 """The properties :meth:`SettingsReader.check` reads: each raises SettingError for a value out of range."""
 
@@ -156,13 +157,29 @@ class SettingsReader:
         """Bytes read from one sitemap, SITEMAP_CRAWL_MAX_SIZE (positive)."""
         return self._whole("SITEMAP_CRAWL_MAX_SIZE", 1)
 
+    def _bool(self, name: str) -> bool:
+        """A true/false setting (also 1/0, yes/no, as the spider's arguments); SettingError otherwise."""
+        value = self._get(name)
+        try:
+            return parse_bool(name, value, bool(SETTINGS[name]))
+        except SpiderArgumentError:
+            raise SettingError(f"{name} must be true or false (or 1/0, yes/no), not {value!r}") from None
+
+    @property
+    def gc_tuning(self) -> bool:
+        """Whether the garbage collector is tuned while the spider runs (SITEMAP_CRAWL_GC_TUNING)."""
+        return self._bool("SITEMAP_CRAWL_GC_TUNING")
+
     @property
     def known_paths(self) -> list[str]:
-        """The well-known paths probed, in order; SettingError for one that makes no http(s) URL."""
+        """The well-known paths probed, in order; SettingError for one that makes no http(s) URL
+        (or a value that is neither a list of strings nor a comma-separated string)."""
         name = "SITEMAP_CRAWL_KNOWN_PATHS"
         value = self._get(name)
         if isinstance(value, str):
             value = value.split(",")
+        if not isinstance(value, list | tuple) or not all(isinstance(path, str) for path in value):
+            raise SettingError(f"{name} must be a list of paths or a comma-separated string, not {value!r}")
         paths = [path.strip() for path in value if path.strip()]
         for path in paths:
             if not makes_known_path_url(path):

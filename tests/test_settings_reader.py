@@ -39,12 +39,23 @@ from sitemap_crawl.settings_reader import SettingError, SettingsReader
         ("SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT", "0", "a positive whole number"),
         ("SITEMAP_CRAWL_QUEUE_CLAIM_AFTER", "0", "a number of seconds above 0"),
         ("SITEMAP_CRAWL_QUEUE_MAX_ATTEMPTS", "0", "a positive whole number"),
+        # (Scrapy's getbool raised a traceback from the spider's from_crawler)
+        ("SITEMAP_CRAWL_GC_TUNING", "maybe", "true or false (or 1/0, yes/no)"),
+        ("SITEMAP_CRAWL_GC_TUNING", "", "true or false (or 1/0, yes/no)"),
+        # (a TypeError or AttributeError traceback)
+        ("SITEMAP_CRAWL_KNOWN_PATHS", 5, "a list of paths or a comma-separated string"),
+        ("SITEMAP_CRAWL_KNOWN_PATHS", ["sitemap.xml", 5], "a list of paths or a comma-separated string"),
     ],
 )
 def test_a_number_out_of_its_range_is_refused_by_check(name: str, value: object, allowed: str) -> None:
     with pytest.raises(SettingError) as raised:
         SettingsReader(Settings({name: value})).check()
     assert str(raised.value) == f"{name} must be {allowed}, not {value!r}"
+
+
+@pytest.mark.parametrize(("value", "tuned"), [("yes", True), ("0", False), (False, False), ("TRUE", True)])
+def test_gc_tuning_reads_booleans_as_the_arguments_do(value: object, tuned: bool) -> None:
+    assert SettingsReader(Settings({"SITEMAP_CRAWL_GC_TUNING": value})).gc_tuning is tuned
 
 
 def test_an_unknown_known_paths_mode_is_refused_by_check() -> None:

@@ -213,7 +213,7 @@ class SitemapsSpider(Spider):
             spider.history.connect()
         crawler.signals.connect(spider._on_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._close_readers, signal=signals.spider_closed)
-        if crawler.settings.getbool("SITEMAP_CRAWL_GC_TUNING", True):
+        if config.gc_tuning:
             crawler.signals.connect(spider._gc_tuning.apply, signal=signals.spider_opened)
             crawler.signals.connect(spider._gc_tuning.undo, signal=signals.spider_closed)
         return spider
