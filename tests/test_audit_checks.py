@@ -588,6 +588,19 @@ def test_hreflang_pairs_listed_twice_with_their_alternates_are_answered_once() -
     assert [(f.rule, f.url) for f in audit.finish()] == [("hreflang-not-reciprocal", c)]
 
 
+def test_hreflang_past_the_limit_of_repeats_waiting_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the waits of pages listed again were dropped silently past the limit: the pages that
+    # answered them later became findings (10,000 false ones for 60,000 pairs)
+    monkeypatch.setattr(auditor, "ALTERNATE_LIMIT", 2)
+    audit = SiteAudit(None, now=NOW)
+    english = [f"https://example.com/dir/en{i}" for i in range(4)]
+    german = [f"https://example.com/dir/de{i}" for i in range(4)]
+    list(audit.audit_sitemap(urlset(*map(url, english)), SITEMAP))
+    list(audit.audit_sitemap(urlset(*(url(en, _alternates(de)) for en, de in zip(english, german))), CHILD))
+    list(audit.audit_sitemap(urlset(*(url(de, _alternates(en)) for en, de in zip(english, german))), MOVED))
+    assert list(audit.finish()) == []
+
+
 def test_hreflang_limit_counts_only_alternates_waiting_for_a_back_link(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(auditor, "ALTERNATE_LIMIT", 2)
     audit = SiteAudit(None, now=NOW)

@@ -109,8 +109,9 @@ class SiteAudit:
         self._alternates_dropped = False
         self._repeated_waits: set[int] = set()
         """The back-links (hashes, as keys of ``_unanswered``) that pages listed again wait
-        for: they answer a later page, and are never findings themselves (at most
-        ``ALTERNATE_LIMIT``; past it, such pages answer only what waits already)."""
+        for: they answer a later page, and are never findings themselves (past
+        ``ALTERNATE_LIMIT`` of them the rule is not checked for the site, as past that many
+        in ``_unanswered``)."""
         self.responses_audited: set[tuple[str, str]] = set()
         """(URL asked for, URL answered from) of each response audited: a sitemap the site lists
         twice is fetched twice (it is twice in the tree) and audited once."""
@@ -393,15 +394,23 @@ class SiteAudit:
                     repeated.discard(answer)
                     continue
                 if again:
-                    if len(repeated) < ALTERNATE_LIMIT:
-                        repeated.add(url_hash(f"{href}\n{page}"))
+                    repeated.add(url_hash(f"{href}\n{page}"))
+                    if len(repeated) > ALTERNATE_LIMIT:  # (one dropped could answer a later page)
+                        self._drop_alternates()
+                        return
                     continue
                 if len(unanswered) >= ALTERNATE_LIMIT:
-                    self._alternates_dropped = True
-                    self._unanswered = {}
+                    self._drop_alternates()
                     return
                 assert page is not None
                 unanswered[url_hash(f"{href}\n{page}")] = (sitemap_url, page, href)
+
+    def _drop_alternates(self) -> None:
+        """Too many alternates wait: the rule is not checked for the site (a missing back-link
+        could be one not remembered)."""
+        self._alternates_dropped = True
+        self._unanswered = {}
+        self._repeated_waits = set()
 
     def _index_lastmod(self, index_url: str, child_url: str, text: str) -> Iterator[Finding]:
         value = parse_w3c(text)
