@@ -134,6 +134,16 @@ def test_a_wrong_root_namespace_is_one_finding(ns: str, found: list[str]) -> Non
     assert findings_of(urlset(url(), ns=ns)) == found
 
 
+@pytest.mark.parametrize("ns", ["link", "x", "defined", "urn:other"])
+def test_a_wrong_root_namespace_and_an_undeclared_prefix_are_two_findings(ns: str) -> None:
+    # a namespace that the prefix error's wording happened to contain ("link") was taken for it
+    body = urlset(url(extra="<zz:link>1</zz:link>"), ns=f'xmlns="{ns}"')
+    found = [(f.rule, f.detail) for f in SiteAudit(None, now=NOW).audit_sitemap(body, SITEMAP)]
+    assert [rule for rule, _detail in found] == ["bad-namespace", "bad-namespace"]
+    assert found[0][1].startswith("Namespace prefix zz on link is not defined")
+    assert found[1][1] == f"namespace {ns!r}"
+
+
 @pytest.mark.parametrize("rule", sorted(CASES))
 def test_rule_broken_and_sound(rule: str) -> None:
     broken, sound = CASES[rule]

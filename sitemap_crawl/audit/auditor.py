@@ -49,6 +49,8 @@ newest page lastmods waiting for their other half)."""
 _FEEDS = ("rss", "feed")
 _UNESCAPED = re.compile(r"EntityRef|Entity '[^']*' not defined")
 """libxml2's errors for a bare ``&`` and for an entity XML does not define (``&nbsp;``)."""
+_INVALID_NAMESPACE = re.compile(r"xmlns(?::[^:\s]+)?: '(.*)' is not a valid URI")
+"""libxml2's error for a namespace that is no URI (group 1: the namespace)."""
 _XML_OR_TEXT = ("text/xml", "application/xml", "text/plain")
 
 
@@ -476,7 +478,9 @@ class SiteAudit:
             if facts.error is None:
                 yield self.finding(rules.INVALID_DOCUMENT, sitemap_url, None, f"root element <{facts.root}>")
             return
-        told = facts.namespace_error is not None and (not facts.namespace or facts.namespace in facts.namespace_error)
+        error = facts.namespace_error
+        invalid = _INVALID_NAMESPACE.search(error) if error is not None else None
+        told = error is not None and (not facts.namespace or (invalid is not None and invalid[1] == facts.namespace))
         if facts.namespace != SITEMAP_NAMESPACE and not told:
             # (told: the finding above is about the root's namespace: a root in none because its
             # prefix is not declared, or one that is no valid URI: one fault, one finding)
