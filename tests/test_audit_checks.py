@@ -376,6 +376,15 @@ def test_a_robots_sitemap_line_read_as_the_crawl_reads_it() -> None:
     assert audit.declared == {"https://example.com/my%20sitemap.xml", "https://example.com/bare.xml"}
 
 
+def test_a_local_robots_txt_may_declare_file_urls() -> None:
+    # an absolute file: line was "not an absolute URL" (the crawl reads it, as a local index's)
+    audit = SiteAudit(None, now=NOW)
+    robots = b"Sitemap: file:///data/maps/a.xml\nSitemap: file:/data/maps/b.xml\nSitemap: c.xml\n"
+    found = [(f.rule, f.url) for f in audit.audit_robots(robots, "file:///data/maps/robots.txt")]
+    assert found == [("relative-sitemap-line", "c.xml")]
+    assert audit.declared == {"file:///data/maps/a.xml", "file:///data/maps/b.xml", "file:///data/maps/c.xml"}
+
+
 def test_a_robots_sitemap_line_that_is_no_url() -> None:
     audit = SiteAudit(None, now=NOW)
     robots = f"Sitemap: {BROKEN_HOST}\nSitemap: https://example.com/dir/sitemap.xml\n".encode()

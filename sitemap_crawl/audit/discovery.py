@@ -44,7 +44,7 @@ def check_robots(
             continue
         if declared is not None and url is not None:
             declared.add(url)  # as the crawl requests it (a space escaped: %20)
-        if not parts.scheme or not parts.netloc:
+        if not parts.scheme or (not parts.netloc and parts.scheme.lower() != "file"):  # (file:/a: absolute)
             yield rules.RELATIVE_SITEMAP_LINE, value or None, f"Sitemap: {value[:200]!r} is not an absolute URL"
         elif (unescaped := unescaped_detail(value)) is not None:
             yield rules.UNESCAPED_URL, value, unescaped
