@@ -40,6 +40,21 @@ def test_a_sitemap_fetched_twice_is_audited_once(tmp_path: Path) -> None:
     assert len(read_findings(path)) == 4
 
 
+def test_a_gzip_robots_txt_is_audited_as_the_crawl_reads_it(tmp_path: Path) -> None:
+    # sent as gzip bytes without Content-Encoding, the crawl inflates it and follows its
+    # Sitemap: line; the audit read the raw bytes: "no Sitemap: line", its rules lost
+    path = tmp_path / "findings.jsonl"
+    audit = CrawlAudit(str(path), None, "*")
+    site, robots_url, sitemap = "https://example.com/", "https://example.com/robots.txt", "https://example.com/s.xml"
+    text = f"User-agent: *\nDisallow: /private\n\nSitemap: {sitemap}\n"
+    facts = ResponseFacts(site, robots_url, "robots", 200, robots_url, "text/plain")
+    assert audit.audit(facts, gzip_bytes(text)) == Counter()
+    listed = ResponseFacts(site, sitemap, "child", 200, sitemap, "application/xml")
+    found = audit.audit(listed, urlset("https://example.com/private/a", "https://example.com/b").encode())
+    assert found == Counter({"page-disallowed": 1})
+    audit.finish()
+
+
 def test_findings_file_stats_and_log(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
     site = fixture_site(
         {

@@ -18,7 +18,7 @@ from sitemap_crawl.audit.auditor import SiteAudit
 from sitemap_crawl.audit.discovery import SitemapDeclarations
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
-from sitemap_crawl.audit.scan import body_bytes, body_head
+from sitemap_crawl.audit.scan import body_head, robots_body
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.parsing import INVALID, SitemapReader
 from sitemap_crawl.parsing.stream import Body
@@ -100,7 +100,7 @@ class CrawlAudit:
             yield from audit.audit_fetch(url, final_url, status, known_path=role == KNOWN)
             return
         if role == ROBOTS:
-            yield from audit.audit_robots(body_bytes(body), url, self.user_agent)
+            yield from audit.audit_robots(robots_body(body), url, self.user_agent)
             return
         yield from audit.audit_fetch(url, final_url, status, content_type, known_path=role == KNOWN)
         if left_out or final_url in audit.bodies_audited:

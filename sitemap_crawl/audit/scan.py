@@ -11,6 +11,7 @@ time (:func:`text_lines`).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from sitemap_crawl.parsing.stream import (
     Body,
     FileBody,
     StreamError,
+    decoded_stream,
     gunzip_chunks,
     iter_chunks,
     leading_text,
@@ -119,6 +121,18 @@ def body_head(body: Body, size: int) -> bytes:
 def body_bytes(body: Body) -> bytes:
     """The whole body as bytes (read from its file if need be)."""
     return body.read_at(0, len(body)) if isinstance(body, FileBody) else body
+
+
+def robots_body(body: Body) -> bytes:
+    """A robots.txt body as the crawl reads it: gzip bytes (sent without Content-Encoding)
+    inflated, up to ``SCAN_LIMIT`` (what inflates past it, or a broken stream, is cut there)."""
+    raw = body_bytes(body)
+    if not raw.startswith(GZIP_MAGIC):
+        return raw
+    read: list[bytes] = []
+    with contextlib.suppress(StreamError):
+        read.extend(decoded_stream(raw, SCAN_LIMIT)[2])
+    return b"".join(read)
 
 
 def _chunks(body: Body, facts: SitemapFacts) -> Iterator[bytes]:
