@@ -615,8 +615,12 @@ def test_hreflang_past_the_limit_of_repeats_waiting_is_not_checked(monkeypatch: 
     english = [f"https://example.com/dir/en{i}" for i in range(4)]
     german = [f"https://example.com/dir/de{i}" for i in range(4)]
     list(audit.audit_sitemap(urlset(*map(url, english)), SITEMAP))
-    list(audit.audit_sitemap(urlset(*(url(en, _alternates(de)) for en, de in zip(english, german))), CHILD))
-    list(audit.audit_sitemap(urlset(*(url(de, _alternates(en)) for en, de in zip(english, german))), MOVED))
+    list(
+        audit.audit_sitemap(urlset(*(url(en, _alternates(de)) for en, de in zip(english, german, strict=True))), CHILD)
+    )
+    list(
+        audit.audit_sitemap(urlset(*(url(de, _alternates(en)) for en, de in zip(english, german, strict=True))), MOVED)
+    )
     assert list(audit.finish()) == []
 
 
