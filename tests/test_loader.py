@@ -23,6 +23,7 @@ from sitemap_crawl.loader import (
     store,
 )
 from sitemap_crawl.loader.store import write_atomically
+from sitemap_crawl.parsing import Limits
 from tests.support import atom, gzip_bytes, robots, rss, sitemapindex, text_sitemap, urlset
 
 BASE = "https://site.test"
@@ -370,6 +371,22 @@ def test_failures_do_not_stop_the_rest(caplog: pytest.LogCaptureFixture) -> None
     with caplog.at_level("INFO", logger="sitemap_crawl.loader"):
         run(main)
     assert any("gone.xml unusable: HTTP 500" in r.getMessage() for r in caplog.records)
+
+
+def test_a_gzip_robots_txt_past_the_size_cap_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    # it inflates past the cap before its Sitemap: line: that was said at DEBUG only
+    body = gzip_bytes("# filler\n" * 500 + robots("{base}/s.xml"))
+    web = FakeWeb({f"{BASE}/robots.txt": body, f"{BASE}/s.xml": urlset("{base}/a")})
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/robots.txt"], fetch=web, limits=Limits(max_size=1000))
+        assert await drain(loader) == []
+        loader.close()
+
+    with caplog.at_level("INFO", logger="sitemap_crawl"):
+        run(main)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert [message for message in warned if "robots.txt" in message and "size limit" in message], warned
 
 
 class EndlessIndexes:

@@ -261,7 +261,7 @@ class SiteDiscovery:
             else:
                 logger.warning("Well-known path %s is over the size cap: not read (%s)", visit.url, reason)
                 self.report(visit, NodeKind.INVALID, reason)
-        elif visit.role == ROBOTS and reason == ErrorReason.SIZE_LIMIT:
+        elif visit.role == ROBOTS and reason.partition(" (")[0] == ErrorReason.SIZE_LIMIT:  # (and its detail)
             logger.warning("robots.txt %s is over the size cap: its Sitemap: lines are not read", visit.url)
             self.report(visit, NodeKind.ROBOTS_TXT, reason)
         elif visit.role == ROBOTS and is_server_error(reason):  # the server may be down: say so

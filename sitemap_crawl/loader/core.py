@@ -636,7 +636,7 @@ class SitemapRequestLoader:
         else:
             found = await self._read_pages(url, final_url, reader, visit.site or None, visit.depth + 1)
         if reader.error:
-            level = logging.DEBUG if visit.optional else logging.WARNING
+            level = logging.DEBUG if visit.left_out(reader.error) else logging.WARNING  # (over the size cap: said)
             logger.log(level, "Sitemap %s: %s (%s)", url, reader.error, reader.detail)
         if reader.kind not in (ROBOTS_TXT, XML_INDEX):
             logger.info("Sitemap %s read: %d pages queued (%s)", url, found, self.progress())
