@@ -9,7 +9,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from sitemap_crawl.discovery.rules import makes_known_path_url
 from sitemap_crawl.discovery.since import Since, SinceError, parse_since, parse_undated
-from sitemap_crawl.parsing.fields import DEFAULT_PORTS, usable_url
+from sitemap_crawl.parsing.fields import DEFAULT_PORTS, same_url_key, usable_url, without_fragment
 
 logger = logging.getLogger("sitemap_crawl")
 
@@ -108,7 +108,8 @@ def parse_sitemap_urls(value: object) -> list[str]:
     """Start sitemap URLs: http(s) with a host (``https://host/...``), or file with an absolute
     path (``file:///...``, or ``file:/...`` (RFC 8089) written so; a relative one is no URL Scrapy
     requests). Each as given, but ``file:/...`` as ``file:///...``: the form Scrapy answers from;
-    a URL given again is left out (read once, as a robots.txt's repeated ``Sitemap:`` line)."""
+    a URL given again is left out (read once, as a robots.txt's repeated ``Sitemap:`` line), also
+    spelt otherwise (``café.xml`` / ``caf%C3%A9.xml``, with a ``#fragment``): the first spelling is kept."""
     urls = []
     for url in parse_list(value):
         parts = urlsplit(url) if usable_url(url) else None
@@ -127,7 +128,10 @@ def parse_sitemap_urls(value: object) -> list[str]:
         if scheme == "file" and not written_whole:
             url = f"file://{url[len(scheme) + 1 :]}"  # (one sitemap read under two URLs otherwise)
         urls.append(url)
-    return list(dict.fromkeys(urls))
+    kept: dict[str, str] = {}  # one URL in two spellings (café / caf%C3%A9, a #fragment) is read once
+    for url in urls:
+        kept.setdefault(same_url_key(without_fragment(url)), url)
+    return list(kept.values())
 
 
 def parse_known_paths(value: object) -> list[str]:

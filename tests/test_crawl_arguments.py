@@ -253,6 +253,8 @@ def test_a_file_url_of_an_absolute_path_is_a_start_url(url: str, read_as: str) -
 def test_a_start_url_given_twice_is_read_once() -> None:
     given = "https://example.com/a.xml,file:/data/s.xml,https://example.com/b.xml,https://example.com/a.xml,file:///data/s.xml"
     assert parse_sitemap_urls(given) == ["https://example.com/a.xml", "file:///data/s.xml", "https://example.com/b.xml"]
+    spelt = "https://example.com/café.xml,https://example.com/caf%C3%A9.xml,https://example.com/a.xml#top,https://example.com/a.xml"
+    assert parse_sitemap_urls(spelt) == ["https://example.com/café.xml", "https://example.com/a.xml#top"]
 
 
 def test_sitemap_urls_may_name_a_robots_txt(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
