@@ -270,6 +270,25 @@ def test_bytes_that_are_not_utf8(sound: bytes, sitemap_url: str) -> None:
 CHILD = "https://example.com/dir/pages.xml"
 
 
+@pytest.mark.parametrize(
+    "pages",
+    [
+        ["2024-05-02T01:00:00+05:00", "2024-05-01T23:30:00-05:00"],  # later on its clock, earlier as an instant
+        ["2024-05-01T23:30:00-05:00", "2024-05-02T01:00:00+05:00"],
+        ["2024-05-01", "2024-05-02T01:00:00+05:00", "2024-05-01T20:00:00Z"],
+    ],
+)
+def test_index_date_against_the_page_latest_on_its_own_clock(pages: list[str]) -> None:
+    # only the newest page by instant was compared: a page on the next day on its own clock was missed
+    audit = SiteAudit(None, now=NOW)
+    parent = index(CHILD, lastmod="<lastmod>2024-05-01</lastmod>")
+    child = urlset(*(url(f"https://example.com/dir/p{i}", f"<lastmod>{lm}</lastmod>") for i, lm in enumerate(pages)))
+    found = [*audit.audit_sitemap(parent, SITEMAP), *audit.audit_sitemap(child, CHILD)]
+    assert [(f.rule, f.detail) for f in found] == [
+        ("index-lastmod-older", "the index says 2024-05-01, a page in it 2024-05-02T01:00:00+05:00")
+    ]
+
+
 @pytest.mark.parametrize("index_first", [True, False])
 @pytest.mark.parametrize(
     ("said", "newest", "broken"),

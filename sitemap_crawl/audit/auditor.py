@@ -104,7 +104,7 @@ class SiteAudit:
         """The Sitemap: lines of the robots.txt files read (shared by the sites of a run)."""
         self._robots: dict[str, RobotsRules] = {}
         self._index_lastmods: dict[str, tuple[str, str, datetime]] = {}
-        self._newest_inside: dict[str, tuple[str, datetime]] = {}
+        self._newest_inside: dict[str, tuple[tuple[str, datetime], str]] = {}
         self._unanswered: dict[int, tuple[str, str, str]] = {}
         """Alternates (sitemap, page A, alternate B) whose back-link (B lists A) is not seen
         yet, by the hash of that back-link (``B\nA``)."""
@@ -173,14 +173,14 @@ class SiteAudit:
                         yield self.finding(rule, sitemap_url, loc, detail)
                     if child is not None:
                         yield from self._index_lastmod(sitemap_url, child, entry.lastmod)
-        newest = lastmods.newest
+        newest, latest = lastmods.newest, lastmods.latest
         if facts.root is None and facts.error is None:
             yield from self._text_sitemap(body, sitemap_url, place, cross_hosts)
             return
         self.kinds[sitemap_url] = facts.root or ""
         self.sitemap_pages[sitemap_url] = facts.entry_count
-        if newest is not None:
-            yield from self._newest_lastmod(place.names[-1], *newest)  # under the URL its index lists
+        if newest is not None and latest is not None:
+            yield from self._newest_lastmod(place.names[-1], newest, latest[1])  # under the URL its index lists
         yield from self._document(facts, sitemap_url, news, located)
         parent_url = parent_url or next(filter(None, map(self.parents.get, place.names)), None)
         if parent_url is not None and facts.root == INDEX and self.kinds.get(parent_url) == INDEX:
@@ -424,19 +424,20 @@ class SiteAudit:
         elif len(self._index_lastmods) < LASTMOD_LIMIT:
             self._index_lastmods[child_url] = (index_url, text, value)
 
-    def _newest_lastmod(self, sitemap_url: str, text: str, value: datetime) -> Iterator[Finding]:
+    def _newest_lastmod(self, sitemap_url: str, newest: tuple[str, datetime], latest: str) -> Iterator[Finding]:
         said = self._index_lastmods.pop(sitemap_url, None)
         if said is not None:
-            yield from self._compare_lastmods(said[0], sitemap_url, said[1], said[2], text, value)
+            yield from self._compare_lastmods(said[0], sitemap_url, said[1], said[2], newest, latest)
         elif len(self._newest_inside) < LASTMOD_LIMIT:
-            self._newest_inside[sitemap_url] = (text, value)
+            self._newest_inside[sitemap_url] = (newest, latest)
 
     def _compare_lastmods(
-        self, index_url: str, child_url: str, said: str, said_value: datetime, newest: str, newest_value: datetime
+        self, index_url: str, child_url: str, said: str, said_value: datetime, newest: tuple[str, datetime], latest: str
     ) -> Iterator[Finding]:
-        if newer_than_said(said, said_value, newest_value):
+        page = newer_than_said(said, said_value, newest, latest)
+        if page is not None:
             yield self.finding(
-                rules.INDEX_LASTMOD_OLDER, index_url, child_url, f"the index says {said}, a page in it {newest}"
+                rules.INDEX_LASTMOD_OLDER, index_url, child_url, f"the index says {said}, a page in it {page}"
             )
 
     def _bytes(self, facts: SitemapFacts, sitemap_url: str) -> Generator[Finding, None, bool]:

@@ -52,14 +52,18 @@ def lastmod_period_end(text: str, value: datetime) -> datetime:
     return value
 
 
-def newer_than_said(said: str, said_value: datetime, newest: datetime) -> bool:
-    """Whether a page's lastmod (``newest``) is after what an index's lastmod for its sitemap
-    (``said``, parsed: ``said_value``) covers: after the instant it names (the same instant
-    is not), or, for a year, month or day, in a later one on the page's own clock (a date
-    has no time zone: ``2024-06-01`` covers ``2024-06-01T23:00:00-05:00``)."""
+def newer_than_said(said: str, said_value: datetime, newest: tuple[str, datetime], latest: str) -> str | None:
+    """The page lastmod of a sitemap that is after what an index's lastmod for it (``said``,
+    parsed: ``said_value``) covers, or None. ``newest``: the sitemap's newest page lastmod
+    (text, instant); ``latest``: the one latest on its own clock (text). After the instant a
+    date and time names (the same instant is not), or, for a year, month or day, in a later
+    one on the page's own clock (a date has no time zone: ``2024-06-01`` covers
+    ``2024-06-01T23:00:00-05:00``)."""
     if len(said) > 10:
-        return newest > said_value
-    return newest.replace(tzinfo=None) >= lastmod_period_end(said, said_value).replace(tzinfo=None)
+        return newest[0] if newest[1] > said_value else None
+    local = parse_w3c(latest)
+    end = lastmod_period_end(said, said_value).replace(tzinfo=None)
+    return latest if local is not None and local.replace(tzinfo=None) >= end else None
 
 
 def check_lastmod(text: str, now: datetime) -> Iterator[tuple[Rule, str]]:
@@ -109,11 +113,15 @@ _CHANGEFREQ = attrgetter("changefreq")
 class LastmodSummary:
     """What the page lastmods of a sitemap add up to: count by month, the newest (not in the future)."""
 
-    __slots__ = ("months", "newest")
+    __slots__ = ("latest", "months", "newest")
 
     def __init__(self, months: Counter[str]) -> None:
         self.months = months
         self.newest: tuple[str, datetime] | None = None
+        """The newest lastmod (text, instant)."""
+        self.latest: tuple[str, str] | None = None
+        """The lastmod latest on its own clock (its date and time as written, without the
+        zone; its text): what a date in the index is compared with."""
 
     def add(self, text: str, value: datetime | None, now: datetime) -> None:
         """One lastmod (its value: None if it is no W3C Datetime, or no day of the calendar:
@@ -132,8 +140,17 @@ class LastmodSummary:
 
     def consider(self, text: str, value: datetime | None, now: datetime) -> None:
         """``text`` (its instant ``value``) is the newest if it is newer than the newest yet and not after ``now``."""
-        if value is not None and value <= now and (self.newest is None or value > self.newest[1]):
-            self.newest = (text, value)
+        if value is not None and value <= now:
+            if self.newest is None or value > self.newest[1]:
+                self.newest = (text, value)
+            self.consider_clock(text)
+
+    def consider_clock(self, text: str) -> None:
+        """``text`` (a W3C Datetime, not in the future) is the latest on its own clock if it is
+        later there than the latest yet (compared as written: ``YYYY-MM-DDThh:mm:ss``)."""
+        clock = text[:19]
+        if self.latest is None or clock > self.latest[0]:
+            self.latest = (clock, text)
 
 
 def check_entries(entries: list[RawEntry], now: datetime, lastmods: LastmodSummary) -> list[tuple[int, Rule, str]]:
@@ -166,6 +183,7 @@ def check_entries(entries: list[RawEntry], now: datetime, lastmods: LastmodSumma
         lastmods.months.update(map(_MONTH, dated))
         assert newest is not None
         lastmods.consider(*newest, now)
+        lastmods.consider_clock(max(dated))  # (as written, the latest date and time come last)
     # (the tests below run in C over the batch: most batches need no look at each entry)
     languages = set(map(_HREFLANG, chain.from_iterable(map(_HREFLANGS, entries))))
     odd_language = any(hreflang is None or not is_hreflang(hreflang) for hreflang in languages)
