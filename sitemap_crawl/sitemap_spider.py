@@ -290,7 +290,8 @@ class SitemapSpider(Spider):
         """The pages of one sitemap to request (each with its ``alternate`` URLs), but those
         allowed_domains leaves out. With sitemap_alternate_links, the alternates the sitemap
         does not list as entries of their own follow its pages: a page item holding its URL
-        only (a listed one is requested once, with its own entry's values)."""
+        only (a listed one is requested once, with its own entry's values, or not at all when
+        ``since`` drops it; an unlisted one is undated for ``since``)."""
         allowed = self._offsite_policy()
         listed: set[str] = set()
         alternates: dict[str, SitemapPage] = {}  # alternate URL -> the first page that links to it
@@ -298,6 +299,8 @@ class SitemapSpider(Spider):
         for page, hrefs in chosen:
             if since is not None and not since.keeps_page(page.last_modified):
                 self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT)
+                if self.sitemap_alternate_links:
+                    listed.add(page.url)  # (not requested as an alternate either)
                 continue
             if any(link.hreflang is None for link in page.alternates):
                 # the page item keeps its hreflang alternates only, as in the feeds
@@ -308,8 +311,9 @@ class SitemapSpider(Spider):
                     alternates.setdefault(href, page)
             if allowed is None or allowed(page.url):
                 yield page
+        keep_undated = since is None or since.keeps_page(None)
         for href, linking in alternates.items():
-            if href not in listed and (allowed is None or allowed(href)):
+            if href not in listed and keep_undated and (allowed is None or allowed(href)):
                 yield SitemapPage(href, linking.sitemap_url, website=linking.website)
 
     def _offsite_policy(self) -> Callable[[str], bool] | None:
@@ -386,8 +390,10 @@ class SitemapSpider(Spider):
         filtered = self._overrides_sitemap_filter()
         if refs:
             follow = FollowRules(follow=self._follow, deny=self._deny or None)
-            children = (
-                self._filter_sitemaps(iter(refs), url)
+            children = (  # (robots.txt's Sitemap: lines are neither filtered nor skipped, as in Scrapy)
+                (ref.url for ref, _texts in refs)
+                if is_robots
+                else self._filter_sitemaps(iter(refs), url)
                 if filtered
                 else (ref.url for ref in self._since_sitemaps((ref for ref, _texts in refs), url))
             )

@@ -149,6 +149,24 @@ def test_since_keeps_the_newer_pages_and_skips_older_index_children(
     assert result.stats["sitemap_crawl/since/pages_dropped"] == 2
 
 
+@pytest.mark.parametrize("undated", ["keep", "drop"])
+def test_since_with_alternate_links(fixture_site: SiteFactory, tmp_path: Path, undated: str) -> None:
+    # a listed alternate that since drops was requested anyway as an alternate of a kept page
+    links = '<xhtml:link rel="alternate" hreflang="{lang}" href="{{base}}/{lang}"/>'
+    en = {"loc": "{base}/en", "lastmod": "2025-01-01", "extra": links.format(lang="de") + links.format(lang="fr")}
+    site = with_pages(
+        fixture_site({"/sitemap.xml": urlset(en, {"loc": "{base}/de", "lastmod": "2019-01-01"})}), "/en", "/de", "/fr"
+    )
+    body = f"""
+    sitemap_urls = ["{site.url("/sitemap.xml")}"]
+    sitemap_alternate_links = True
+    """
+    source = spider_source("sitemap_crawl", body)
+    result = run_spider(tmp_path, source, spider_args={"since": "2024-01-01", "since_undated": undated})
+    expected = [("parse", site.url("/en"))] + ([("parse", site.url("/fr"))] if undated == "keep" else [])
+    assert visits(result) == expected  # /fr: listed by no entry, so undated
+
+
 def test_a_bad_since_is_one_error_line(tmp_path: Path) -> None:
     result = run_spider(
         tmp_path,
@@ -259,6 +277,40 @@ def test_a_start_that_asks_for_sitemaps_with_parse_sitemap_as_scrapy(fixture_sit
     assert ours == theirs == [("parse_shop", site.url(p)) for p in ("/shop/1", "/shop/2")]
     robots_asked = [request for request in site.requests if request.path == "/robots.txt"]
     assert robots_asked and all(request.headers.get("X-Token") == "t" for request in robots_asked)
+
+
+def test_parse_sitemap_gives_sitemap_filter_no_robots_lines(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    # robots.txt's Sitemap: lines went to sitemap_filter: Scrapy's documented filter (it
+    # reads entry["lastmod"]) raised KeyError and nothing was crawled
+    site = with_pages(
+        fixture_site(
+            {
+                "/robots.txt": robots("{base}/index.xml"),
+                "/index.xml": sitemapindex(
+                    {"loc": "{base}/new.xml", "lastmod": "2025-01-01"},
+                    {"loc": "{base}/old.xml", "lastmod": "2019-01-01"},
+                ),
+                "/new.xml": urlset(
+                    {"loc": "{base}/a", "lastmod": "2025-01-02"}, {"loc": "{base}/b", "lastmod": "2018-01-01"}
+                ),
+                "/old.xml": urlset({"loc": "{base}/c", "lastmod": "2025-01-02"}),
+            }
+        ),
+        "/a",
+        "/b",
+        "/c",
+    )
+    body = f"""
+    def sitemap_filter(self, entries):
+        for entry in entries:
+            if entry["lastmod"] >= "2024":
+                yield entry
+
+    async def start(self):
+        yield Request("{site.url("/robots.txt")}", callback=self._parse_sitemap)
+    """
+    theirs, ours = crawl_both(tmp_path, body)
+    assert ours == theirs == [("parse", site.url("/a"))]
 
 
 def test_docs_combine_with_other_sources_example(fixture_site: SiteFactory, tmp_path: Path) -> None:
@@ -936,6 +988,31 @@ def test_a_follow_up_made_by_replacing_the_page_request_goes_through_the_duplica
     """
     theirs, ours = crawl_both(tmp_path, body, settings={"CLOSESPIDER_PAGECOUNT": 20})
     assert ours == theirs == [("parse_list", site.url("/list/1")), ("parse_list", site.url("/list/2"))]
+
+
+def test_a_callback_that_yields_its_own_request_again(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    # the page request itself, yielded again, lost its marks: its items no longer counted to
+    # it, every page was written off after a stall (51 s for 160 pages)
+    site = with_pages(fixture_site({"/sitemap.xml": urlset(*(f"{{base}}/p{i}" for i in range(20)))}))
+    for i in range(20):
+        site[f"/p{i}"] = Route(HTML, content_type="text/html")
+    body = f"""
+    sitemap_urls = ["{site.url("/sitemap.xml")}"]
+    sitemap_rules = [("/p", "parse_again")]
+
+    def parse_again(self, response):
+        yield {{"cb": "parse_again", "url": response.url}}
+        if "again" not in response.meta:
+            response.meta["again"] = True
+            yield response.request
+    """
+    result = run_spider(
+        tmp_path, spider_source("sitemap_crawl", body), settings={"SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT": 4}
+    )
+    result.assert_ok()
+    assert "sitemap_crawl/loader/pages_written_off" not in result.stats
+    assert "ended without a callback" not in result.log
+    assert result.stats["sitemap_crawl/loader/pages_handled"] == result.stats["sitemap_crawl/loader/pages_queued"] == 20
 
 
 def test_after_a_resume_the_duplicate_filter_knows_the_pages_sent_past_it(tmp_path: Path) -> None:

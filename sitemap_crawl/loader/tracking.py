@@ -129,16 +129,19 @@ class _TrackedErrback:
         return f"<sitemap page errback {self.__name__}>"
 
 
-def _as_follow_up(request: Request) -> None:
+def _as_follow_up(request: Request, source: Any) -> Request:
     """A request a page's callback yields is one of the spider's own, also when it copies the
     page request (``response.request.replace(url=...)``, ``meta=response.meta``): the loader's
     marks come off it (its token, the wrapped callback and errback, and the ``dont_filter``
     the loader set to skip the duplicate filter only). With them it was taken for the page:
     kept out of JOBDIR's queue (lost on a stop) and past the duplicate filter (a page that
-    links to itself was fetched without end)."""
+    links to itself was fetched without end). The page request itself, yielded again, is
+    copied first (it keeps its marks: its items are still counted to it)."""
+    if TOKEN_META_KEY not in request.meta:
+        return request
+    if request is getattr(source, "request", None):
+        request = request.replace()
     meta = request.meta
-    if TOKEN_META_KEY not in meta:
-        return
     del meta[TOKEN_META_KEY]
     if meta.pop(DUPES_ONLY_META_KEY, False):
         request.dont_filter = False
@@ -146,6 +149,7 @@ def _as_follow_up(request: Request) -> None:
         request.callback = request.callback.callback
     if isinstance(request.errback, _TrackedErrback):
         request.errback = request.errback.errback
+    return request
 
 
 def _sweep_cancelled_timers() -> None:
@@ -271,15 +275,13 @@ class ScrapyBinding:
 
         if token is None or token not in self._tokens:
             async for value in _iterate_output(output):
-                if isinstance(value, Request):
-                    _as_follow_up(value)
-                yield value
+                yield _as_follow_up(value, source) if isinstance(value, Request) else value
             return
         record = self._records[token] = _OutputRecord(source)
         try:
             async for value in _iterate_output(output):
                 if isinstance(value, Request):
-                    _as_follow_up(value)
+                    value = _as_follow_up(value, source)
                 elif value is not None:
                     record.items += 1
                 yield value
