@@ -865,6 +865,26 @@ def test_failed_and_dropped_pages_count_as_handled(fixture_site: SiteFactory, tm
     assert result.stats.get("scheduler/enqueued/disk") is None  # page requests stay out of requests.queue
 
 
+def test_an_errback_that_yields_items_for_an_http_error(fixture_site: SiteFactory, tmp_path: Path) -> None:
+    # its items came with the 404 response, not the failure the errback was given: they were
+    # not counted to the page, which waited for the engine to go quiet and was written off
+    site = fixture_site({"/sitemap.xml": urlset(*(f"{{base}}/gone/{i}" for i in range(12)))})
+    body = f"""
+    sitemap_urls = ["{site.url("/sitemap.xml")}"]
+
+    def _page_request(self, page):
+        return super()._page_request(page).replace(errback=self.failed)
+
+    def failed(self, failure):
+        yield {{"cb": "failed", "url": failure.request.url}}
+    """
+    settings = {"SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT": 4}
+    result = run_spider(tmp_path, spider_source("sitemap_crawl", body), settings=settings)
+    assert visits(result) == sorted(("failed", site.url(f"/gone/{i}")) for i in range(12))
+    assert "sitemap_crawl/loader/pages_written_off" not in result.stats
+    assert result.stats["sitemap_crawl/loader/pages_handled"] == 12
+
+
 def test_handled_only_after_the_items_left_the_pipelines(fixture_site: SiteFactory, tmp_path: Path) -> None:
     site = with_pages(
         fixture_site({"/sitemap.xml": urlset(*(f"{{base}}/p/{i}" for i in range(30)))}), *(f"/p/{i}" for i in range(30))

@@ -129,6 +129,16 @@ class _TrackedErrback:
         return f"<sitemap page errback {self.__name__}>"
 
 
+def _same_source(source: Any, response: Any) -> bool:
+    """Whether an item Scrapy tells of (``response``: what it came from) is of the output
+    recorded from ``source``: the same response or failure, or, for an errback's items, the
+    response whose failure (an HTTP error status) the errback was given: the same request."""
+    if source is response:
+        return True
+    request = getattr(source, "request", None)
+    return request is not None and request is getattr(response, "request", None)
+
+
 def _as_follow_up(request: Request, source: Any) -> Request:
     """A request a page's callback yields is one of the spider's own, also when it copies the
     page request (``response.request.replace(url=...)``, ``meta=response.meta``): the loader's
@@ -306,7 +316,7 @@ class ScrapyBinding:
             return
         token = self._token_of(response)
         record = self._records.get(token) if token is not None else None
-        if record is not None and record.source is response:
+        if record is not None and _same_source(record.source, response):
             record.finished += 1
             # after every receiver of this signal: the feed exporters write the item in theirs
             asyncio.get_running_loop().call_soon(self._check, token, record)
