@@ -55,9 +55,11 @@ def iter_pages(item: Any) -> Iterator[SitemapPage] | None:
     return None
 
 
-class _PageRows:
-    """What the page-aware exporters share: the dispatch of an item, and which page
-    fields go out under which names. Listed before Scrapy's exporter in the bases."""
+class PageRows:
+    """What the page-aware exporters share: the dispatch of an item (a page batch is
+    written a row a page), and which page fields go out under which names. Listed before
+    Scrapy's exporter in the bases; a project's own exporter that has it as a base keeps
+    the pages in batches (one without it gets one item a page: ``SettingsReader.pages_as_items``)."""
 
     fields_to_export: Any
 
@@ -110,7 +112,7 @@ class _PageRows:
         return lambda page: encode(page_dict(page)).encode(encoding)
 
 
-class JsonLinesPageExporter(_PageRows, JsonLinesItemExporter):
+class JsonLinesPageExporter(PageRows, JsonLinesItemExporter):
     """JSON lines: one object per page."""
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
@@ -123,7 +125,7 @@ class JsonLinesPageExporter(_PageRows, JsonLinesItemExporter):
             self.file.write(data + b"\n")
 
 
-class JsonPageExporter(_PageRows, JsonItemExporter):
+class JsonPageExporter(PageRows, JsonItemExporter):
     """JSON: an array with one object per page."""
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
@@ -132,7 +134,7 @@ class JsonPageExporter(_PageRows, JsonItemExporter):
             self.file.write(data)
 
 
-class XmlPageExporter(_PageRows, XmlItemExporter):
+class XmlPageExporter(PageRows, XmlItemExporter):
     """XML: one ``<item>`` per page; nested fields become nested elements, null an empty element
     (also in a page an item pipeline handed on as a dict)."""
 
@@ -156,7 +158,7 @@ class XmlPageExporter(_PageRows, XmlItemExporter):
         self._beautify_newline(new_item=True)
 
 
-class CsvPageExporter(_PageRows, CsvItemExporter):
+class CsvPageExporter(PageRows, CsvItemExporter):
     """CSV: one row per page; nested fields as JSON text, empty cell when empty (also in a
     page an item pipeline handed on as a dict)."""
 
@@ -191,7 +193,7 @@ class CsvPageExporter(_PageRows, CsvItemExporter):
             pass
 
 
-class PicklePageExporter(_PageRows, PickleItemExporter):
+class PicklePageExporter(PageRows, PickleItemExporter):
     """Pickle: one pickled dict per page (nested fields as plain dicts and lists)."""
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
@@ -199,7 +201,7 @@ class PicklePageExporter(_PageRows, PickleItemExporter):
             pass
 
 
-class MarshalPageExporter(_PageRows, MarshalItemExporter):
+class MarshalPageExporter(PageRows, MarshalItemExporter):
     """Marshal: one marshalled dict per page (nested fields as plain dicts and lists)."""
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
@@ -224,7 +226,7 @@ def exported_rows(pages: Iterable[SitemapPage], export: Callable[[SitemapPage], 
             logger.exception("Error exporting page %s to the feed", page.url)
 
 
-def _fast_dumps(exporter: _PageRows) -> Callable[[SitemapPage], bytes] | None:
+def _fast_dumps(exporter: PageRows) -> Callable[[SitemapPage], bytes] | None:
     """orjson's serialiser for whole pages, where its output is what the feed asked for.
 
     orjson writes a page (a dataclass, fields in order, nested dataclasses as

@@ -78,6 +78,22 @@ CHECKED_PROPERTIES = (
 """The properties :meth:`SettingsReader.check` reads: each raises SettingError for a value out of range."""
 
 
+def _unrolls_batches(exporter: Any) -> bool:
+    """Whether a FEED_EXPORTERS value (a class or its import path; None: no exporter for the
+    format, Scrapy says so) writes a row a page of a page batch (sitemap_crawl's exporters)."""
+    if exporter is None:
+        return True
+    from scrapy.utils.misc import load_object
+
+    from sitemap_crawl.exporters import PageRows
+
+    try:
+        exporter_class = load_object(exporter) if isinstance(exporter, str) else exporter
+    except (ImportError, NameError, ValueError):
+        return True  # (Scrapy stops the feed with its own error)
+    return isinstance(exporter_class, type) and issubclass(exporter_class, PageRows)
+
+
 class SettingsReader:
     """Typed access to the SITEMAP_CRAWL_* settings of a crawler (defaults filled in).
 
@@ -198,15 +214,20 @@ class SettingsReader:
         """Whether each page must be an item of its own, because a Scrapy setting counts or
         filters items and means pages: a feed split every N items (FEED_EXPORT_BATCH_ITEM_COUNT,
         a feed's ``batch_item_count``), CLOSESPIDER_ITEMCOUNT, a feed's ``item_classes`` or
-        ``item_filter``."""
+        ``item_filter``; or because a feed's format is mapped (FEED_EXPORTERS) to an exporter
+        that does not unroll page batches (a project's own: it wrote a row a batch)."""
         settings = self._settings
         if int(settings.get("FEED_EXPORT_BATCH_ITEM_COUNT") or 0) > 0:
             return True
         if int(settings.get("CLOSESPIDER_ITEMCOUNT") or 0) > 0:
             return True
         feeds = settings.getdict("FEEDS") if hasattr(settings, "getdict") else {}
+        exporters = settings.getwithbase("FEED_EXPORTERS") if hasattr(settings, "getwithbase") else {}
         return any(
-            int(options.get("batch_item_count") or 0) > 0 or options.get("item_classes") or options.get("item_filter")
+            int(options.get("batch_item_count") or 0) > 0
+            or options.get("item_classes")
+            or options.get("item_filter")
+            or not _unrolls_batches(exporters.get(options.get("format")))
             for options in (options or {} for options in feeds.values())
         )
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from scrapy.exporters import CsvItemExporter
 from scrapy.settings import Settings
 
+from sitemap_crawl.exporters import CsvPageExporter
 from sitemap_crawl.settings_reader import SettingError, SettingsReader
 
 
@@ -121,7 +123,22 @@ def test_settings_that_count_or_filter_items_make_each_page_an_item(settings: di
 
 def test_pages_travel_in_batches_otherwise() -> None:
     settings = {"CLOSESPIDER_ITEMCOUNT": 0, "FEEDS": {FEED: {"format": "jsonlines", "item_classes": []}}}
-    reader = SettingsReader(Settings({"SITEMAP_CRAWL_BATCH_SIZE": 250, **settings}))
+    exporters = {"FEED_EXPORTERS": {"jsonlines": "sitemap_crawl.exporters.JsonLinesPageExporter"}}
+    reader = SettingsReader(Settings({"SITEMAP_CRAWL_BATCH_SIZE": 250, **settings, **exporters}))
 
     assert not reader.pages_as_items
     assert reader.batch_size == 250
+
+
+@pytest.mark.parametrize(
+    ("exporter", "in_batches"),
+    [
+        ("scrapy.exporters.CsvItemExporter", False),  # a project's own: it wrote a row a batch
+        (CsvItemExporter, False),
+        ("sitemap_crawl.exporters.CsvPageExporter", True),
+        (CsvPageExporter, True),
+    ],
+)
+def test_a_feed_whose_exporter_does_not_unroll_batches_gets_a_page_an_item(exporter: Any, in_batches: bool) -> None:
+    settings = {"FEEDS": {"pages.csv": {"format": "csv"}}, "FEED_EXPORTERS": {"csv": exporter}}
+    assert SettingsReader(Settings({"SITEMAP_CRAWL_BATCH_SIZE": 250, **settings})).pages_as_items is not in_batches
