@@ -211,3 +211,16 @@ def test_parse_sitemap_agrees_with_the_spider(fixture_site: SiteFactory, crawl: 
         assert rows_by_sitemap[url] == [_json({**page.to_dict(), **website}) for page in parsed.pages], name
     index = parse_sitemap((CORPUS / SERVED["/index.xml"]).read_bytes(), site.url("/index.xml"))
     assert result.stats["sitemap_crawl/not_followed"] == len(index.sub_sitemaps)
+
+
+@pytest.mark.parametrize("body", ["<urlset/>", None, 42])
+def test_a_body_that_is_not_bytes_is_a_clear_type_error(body: object) -> None:
+    # it was "memoryview: a bytes-like object is required" from deep in the stream reader
+    with pytest.raises(TypeError, match=r"a sitemap's body is bytes \(as downloaded\), not "):
+        parse_sitemap(body, "https://example.com/sitemap.xml")  # type: ignore[arg-type]
+
+
+def test_bytes_like_bodies_are_read() -> None:
+    body = b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://e.com/a</loc></url></urlset>'
+    for given in (body, bytearray(body), memoryview(body)):
+        assert [page.url for page in parse_sitemap(given, "https://e.com/s.xml").pages] == ["https://e.com/a"]  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from sitemap_crawl.kinds import ErrorReason, NodeKind, with_detail
 from sitemap_crawl.parsing import robots, text
 from sitemap_crawl.parsing.fields import same_url_key
 from sitemap_crawl.parsing.hashset import HashSet, url_hashes
-from sitemap_crawl.parsing.stream import Body, BodyFormat, StreamError, decoded_stream, leading_text
+from sitemap_crawl.parsing.stream import Body, BodyFormat, FileBody, StreamError, decoded_stream, leading_text
 from sitemap_crawl.parsing.xml import (
     DIALECTS,
     EVERY_LINK_DIALECTS,
@@ -99,6 +99,8 @@ class SitemapReader:
         limits: Limits = DEFAULT_LIMITS,
         every_link: bool = False,
     ):
+        if not isinstance(body, bytes | bytearray | memoryview | FileBody):
+            raise TypeError(f"a sitemap's body is bytes (as downloaded), not {type(body).__name__}")
         self.url = url
         self.every_link = every_link
         self.limits = limits
