@@ -109,7 +109,8 @@ def parse_sitemap_urls(value: object) -> list[str]:
     path (``file:///...``, or ``file:/...`` (RFC 8089) written so; a relative one is no URL Scrapy
     requests). Each as given, but ``file:/...`` as ``file:///...``: the form Scrapy answers from;
     a URL given again is left out (read once, as a robots.txt's repeated ``Sitemap:`` line), also
-    spelt otherwise (``café.xml`` / ``caf%C3%A9.xml``, with a ``#fragment``): the first spelling is kept."""
+    spelt otherwise (``café.xml`` / ``caf%C3%A9.xml``, with a ``#fragment``, the host in
+    capitals): the first spelling is kept."""
     urls = []
     for url in parse_list(value):
         parts = urlsplit(url) if usable_url(url) else None
@@ -128,10 +129,18 @@ def parse_sitemap_urls(value: object) -> list[str]:
         if scheme == "file" and not written_whole:
             url = f"file://{url[len(scheme) + 1 :]}"  # (one sitemap read under two URLs otherwise)
         urls.append(url)
-    kept: dict[str, str] = {}  # one URL in two spellings (café / caf%C3%A9, a #fragment) is read once
+    kept: dict[str, str] = {}  # one URL in two spellings (café / caf%C3%A9, a #fragment, HOST) is read once
     for url in urls:
-        kept.setdefault(same_url_key(without_fragment(url)), url)
+        kept.setdefault(_start_url_key(url), url)
     return list(kept.values())
+
+
+def _start_url_key(url: str) -> str:
+    """What two spellings of one start URL share: :func:`same_url_key` without the fragment,
+    the scheme and host in lower case."""
+    scheme, _, rest = without_fragment(url).partition("://")
+    host, slash, path = rest.partition("/")
+    return same_url_key(f"{scheme.lower()}://{host.lower()}{slash}{path}")
 
 
 def parse_known_paths(value: object) -> list[str]:

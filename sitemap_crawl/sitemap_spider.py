@@ -25,7 +25,7 @@ import dataclasses
 import logging
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from scrapy import Request, Spider
@@ -65,6 +65,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 __all__ = ["SitemapSpider"]
 
@@ -273,35 +275,54 @@ class SitemapSpider(Spider):
 
     def _filter_pages(self, pages: Iterator[SitemapPage], sitemap_url: str) -> Iterator[SitemapPage]:
         """The pages to request, sitemap_filter() not overridden: no entry dicts."""
-        return self._requested((page, [alternate.href for alternate in page.alternates]) for page in pages)
+        dropped: set[str] = set()
+        chosen = self._kept_by_since(((page, [link.href for link in page.alternates]) for page in pages), dropped)
+        return self._requested(chosen, dropped)
 
     def _filter_page_entries(
         self, pages: Iterator[tuple[SitemapPage, EntryTexts]], sitemap_url: str
     ) -> Iterator[SitemapPage]:
-        """The pages to request: those of the entries sitemap_filter() keeps."""
+        """The pages to request: those of the entries sitemap_filter() keeps (it sees what
+        ``since`` keeps)."""
+        dropped: set[str] = set()
+        kept = self._kept_by_since(pages, dropped)
         chosen = (
             (page, entry.get("alternate") or ())
-            for entry in self.sitemap_filter(page_entry(page, texts) for page, texts in pages)
+            for entry in self.sitemap_filter(page_entry(page, texts) for page, texts in kept)
             if (page := self._page_of(entry, sitemap_url)) is not None
         )
-        return self._requested(chosen)
+        return self._requested(chosen, dropped)
 
-    def _requested(self, chosen: Iterator[tuple[SitemapPage, Iterable[str]]]) -> Iterator[SitemapPage]:
+    def _kept_by_since(
+        self, pairs: Iterator[tuple[SitemapPage, _T]], dropped: set[str]
+    ) -> Iterator[tuple[SitemapPage, _T]]:
+        """The (page, ...) pairs whose page ``since`` keeps; the URLs of the others go to
+        ``dropped`` (with sitemap_alternate_links: not requested as alternates either)."""
+        since = self._since
+        if since is None:
+            yield from pairs
+            return
+        stats = self.crawler.stats
+        for pair in pairs:
+            if since.keeps_page(pair[0].last_modified):
+                yield pair
+                continue
+            stats.inc_value(SINCE_PAGES_DROPPED_STAT)
+            if self.sitemap_alternate_links:
+                dropped.add(pair[0].url)
+
+    def _requested(
+        self, chosen: Iterator[tuple[SitemapPage, Iterable[str]]], dropped: set[str] | frozenset[str] = frozenset()
+    ) -> Iterator[SitemapPage]:
         """The pages of one sitemap to request (each with its ``alternate`` URLs), but those
         allowed_domains leaves out. With sitemap_alternate_links, the alternates the sitemap
         does not list as entries of their own follow its pages: a page item holding its URL
         only (a listed one is requested once, with its own entry's values, or not at all when
-        ``since`` drops it; an unlisted one is undated for ``since``)."""
+        ``since`` drops it: in ``dropped``; an unlisted one is undated for ``since``)."""
         allowed = self._offsite_policy()
         listed: set[str] = set()
         alternates: dict[str, SitemapPage] = {}  # alternate URL -> the first page that links to it
-        since = self._since
         for page, hrefs in chosen:
-            if since is not None and not since.keeps_page(page.last_modified):
-                self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT)
-                if self.sitemap_alternate_links:
-                    listed.add(page.url)  # (not requested as an alternate either)
-                continue
             if any(link.hreflang is None for link in page.alternates):
                 # the page item keeps its hreflang alternates only, as in the feeds
                 page = dataclasses.replace(page, alternates=[a for a in page.alternates if a.hreflang is not None])
@@ -311,6 +332,8 @@ class SitemapSpider(Spider):
                     alternates.setdefault(href, page)
             if allowed is None or allowed(page.url):
                 yield page
+        listed |= dropped  # (filled while ``chosen`` was read)
+        since = self._since
         keep_undated = since is None or since.keeps_page(None)
         for href, linking in alternates.items():
             if href not in listed and keep_undated and (allowed is None or allowed(href)):

@@ -255,6 +255,15 @@ def test_a_start_url_given_twice_is_read_once() -> None:
     assert parse_sitemap_urls(given) == ["https://example.com/a.xml", "file:///data/s.xml", "https://example.com/b.xml"]
     spelt = "https://example.com/café.xml,https://example.com/caf%C3%A9.xml,https://example.com/a.xml#top,https://example.com/a.xml"
     assert parse_sitemap_urls(spelt) == ["https://example.com/café.xml", "https://example.com/a.xml#top"]
+    cased = (
+        "HTTPS://Example.COM/a.xml,https://example.com/a.xml,https://example.com/A.xml,file:///D/s.xml,file:///d/s.xml"
+    )
+    assert parse_sitemap_urls(cased) == [
+        "HTTPS://Example.COM/a.xml",
+        "https://example.com/A.xml",
+        "file:///D/s.xml",
+        "file:///d/s.xml",
+    ]
 
 
 def test_sitemap_urls_may_name_a_robots_txt(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:

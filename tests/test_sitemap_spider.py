@@ -140,8 +140,11 @@ def test_since_keeps_the_newer_pages_and_skips_older_index_children(
         "/old-page",
     )
     body = f'sitemap_urls = ["{site.url("/index.xml")}"]\n'
-    if own_filter:
-        body += "def sitemap_filter(self, entries):\n    yield from entries\n"
+    if own_filter:  # it sees what since keeps (it was given the old pages too)
+        body += "def sitemap_filter(self, entries):\n"
+        body += "    for entry in entries:\n"
+        body += "        assert entry.get('lastmod', '2099') >= '2024', entry\n"
+        body += "        yield entry\n"
     source = spider_source("sitemap_crawl", body)
     result = run_spider(tmp_path, source, spider_args={"since": "2024-06-01", "since_undated": "drop"})
     assert visits(result) == [("parse", site.url("/fresh"))]
