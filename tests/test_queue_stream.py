@@ -8,7 +8,11 @@ import time
 from collections.abc import Awaitable
 from typing import TypeVar
 
+import pytest
+
+from sitemap_crawl.arguments import SpiderArgumentError
 from sitemap_crawl.queue import QueueConfig
+from sitemap_crawl.queue.config import parse_queue_url
 from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue
 from tests.support.queue_server import QueueServer
 
@@ -178,3 +182,15 @@ def test_an_entry_of_a_site_another_entry_maps_is_acknowledged_as_a_duplicate(qu
 
     queue = queue_of(queue_server)
     run(queue, scenario(queue))
+
+
+@pytest.mark.parametrize("path", ["/abc", "/7x", "/db10", "/1/2"])
+def test_a_queue_url_whose_path_is_no_database_number_is_refused(path: str) -> None:
+    # the client reads it as database 0, without a word: a typo mixed two queues
+    with pytest.raises(SpiderArgumentError, match="the path is the database number"):
+        parse_queue_url(f"redis://127.0.0.1:6379{path}")
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/3", "redis://127.0.0.1:6379/", "redis://127.0.0.1:6379"])
+def test_a_queue_url_with_a_database_number_or_none(url: str) -> None:
+    assert parse_queue_url(url) == url

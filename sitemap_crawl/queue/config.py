@@ -31,7 +31,8 @@ GROUP = "workers"
 def parse_queue_url(value: object) -> str:
     """A ``redis://`` or ``rediss://`` URL, as given; SpiderArgumentError otherwise (also for
     what the Redis client would refuse: a port that is not a number from 0 to 65535, a bad
-    option value such as ``?socket_timeout=abc``)."""
+    option value such as ``?socket_timeout=abc``; and a path that is no database number,
+    which the client would read as database 0)."""
     text = str(value or "").strip()
     parts = urlsplit(text)
     if parts.scheme.lower() not in SCHEMES or not parts.hostname:
@@ -42,6 +43,11 @@ def parse_queue_url(value: object) -> str:
         parse_url(text)
     except ValueError as exc:
         raise SpiderArgumentError(f"queue={display_url(text)!r}: {exc}") from None
+    database = parts.path.strip("/")
+    if database and not database.isdigit():  # (the client takes db 0 for it, without a word)
+        raise SpiderArgumentError(
+            f"queue={display_url(text)!r}: the path is the database number ({database!r} is none: redis://host:6379/0)"
+        )
     return text
 
 
