@@ -140,6 +140,16 @@ def test_enqueue_counts_new_and_already_there_and_status_shows_it(queue_server: 
     assert gone.returncode == 1 and "cannot be reached" in gone.stderr
 
 
+def test_enqueue_reads_standard_input_as_a_file_is_read(queue_server: QueueServer) -> None:
+    # a byte that is not UTF-8 in a kept path reached the server key as a surrogate: a
+    # traceback, and not even the lines before it were added
+    given = b"http://ok.test/\nhttp://s5.test/caf\xe9\nhttp://after.test/\n"
+    command = [sys.executable, "-m", "scrapy", "sitemaps-enqueue", "-", "--keep-path", "--queue", queue_server.url]
+    result = subprocess.run(command, cwd=REPO_ROOT, input=given, capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().strip() == "3 new, 0 already there"
+
+
 def test_two_workers_drain_one_queue_and_each_site_is_mapped_once(
     fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import sys
 
 from scrapy.exceptions import UsageError
@@ -40,7 +41,10 @@ class Command(QueueCommand):
         normalize = not opts.keep_path
         try:
             if args[0] == "-":
-                homepages = HomepageList(sys.stdin, "<stdin>", normalize)
+                # read as a file is read: UTF-8, a byte that is not replaced (not smuggled on as
+                # a surrogate that no server key can encode)
+                stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+                homepages = HomepageList(stdin, "<stdin>", normalize)
             else:
                 homepages = HomepageList.from_file(args[0], normalize)
         except SpiderArgumentError as exc:
