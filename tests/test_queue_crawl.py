@@ -5,6 +5,7 @@ that goes away, and the exactly-once collect step."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -148,6 +149,24 @@ def test_enqueue_reads_standard_input_as_a_file_is_read(queue_server: QueueServe
     result = subprocess.run(command, cwd=REPO_ROOT, input=given, capture_output=True, timeout=60)
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout.decode().strip() == "3 new, 0 already there"
+
+
+def test_ctrl_c_stops_an_enqueue_after_the_batch_being_sent(queue_server: QueueServer, tmp_path: Path) -> None:
+    # it went on to add the whole list and exited 0 (a second Ctrl-C: a traceback)
+    listed = tmp_path / "sites.txt"
+    listed.write_text("".join(f"http://s{n}.test/\n" for n in range(400_000)), encoding="utf-8")
+    command = [sys.executable, "-m", "scrapy", "sitemaps-enqueue", str(listed), "--queue", queue_server.url]
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while status(queue_server)["enqueued"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 1, err
+    assert out.startswith("Stopped (Ctrl-C): ") and "the rest of the list was not added" in out
+    assert "Traceback" not in err
+    assert 0 < status(queue_server)["enqueued"] < 400_000
 
 
 def test_two_workers_drain_one_queue_and_each_site_is_mapped_once(

@@ -20,7 +20,7 @@ awaits run on Scrapy's asyncio reactor, never blocking it.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -223,6 +223,15 @@ def check_server(config: QueueConfig) -> None:
         client.close()
 
 
+class AddStopped(Exception):
+    """:meth:`SiteQueue.add` was told to stop: ``new`` and ``already`` count what was sent."""
+
+    def __init__(self, new: int, already: int) -> None:
+        super().__init__(f"stopped after {new} new, {already} already there")
+        self.new = new
+        self.already = already
+
+
 class SiteQueue:
     """One queue of sites on one server (see the module docstring)."""
 
@@ -251,8 +260,13 @@ class SiteQueue:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    async def add(self, homepages: Iterable[str], chunk: int = 1000) -> tuple[int, int]:
-        """Add homepages (normalised already); how many were new and how many were there before."""
+    async def add(
+        self, homepages: Iterable[str], chunk: int = 1000, stopped: Callable[[], bool] | None = None
+    ) -> tuple[int, int]:
+        """Add homepages (normalised already); how many were new and how many were there before.
+
+        ``stopped`` is asked after each batch sent: when it says so, :class:`AddStopped` is
+        raised (with the counts of the batches sent), the rest of the list left unread."""
         await self.ensure_group()
         new = already = 0
         batch: list[str] = []
@@ -274,6 +288,8 @@ class SiteQueue:
             batch.append(homepage)
             if len(batch) >= chunk:
                 await flush()
+                if stopped is not None and stopped():
+                    raise AddStopped(new, already)
         if batch:
             await flush()
         return new, already

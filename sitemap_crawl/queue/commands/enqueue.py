@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import signal
 import sys
 
 from scrapy.exceptions import UsageError
@@ -49,10 +50,16 @@ class Command(QueueCommand):
                 homepages = HomepageList.from_file(args[0], normalize)
         except SpiderArgumentError as exc:
             raise UsageError(str(exc).replace("homepages_file=", "")) from None
+        from sitemap_crawl.queue.stream import AddStopped
+
         try:
             new, already = asyncio.run(_add(config, homepages))
         except RedisError as exc:
             print(f"The queue server {display_url(config.url)} cannot be reached: {exc}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        except AddStopped as stop:
+            print(f"Stopped (Ctrl-C): {stop.new} new, {stop.already} already there; the rest of the list was not added")
             self.exitcode = 1
             return
         repeated = f", {homepages.repeated} repeated in the list" if homepages.repeated else ""
@@ -61,10 +68,15 @@ class Command(QueueCommand):
 
 
 async def _add(config: QueueConfig, homepages: HomepageList) -> tuple[int, int]:
+    """Send the homepages; a Ctrl-C stops it after the batch being sent (AddStopped)."""
     from sitemap_crawl.queue.stream import SiteQueue
 
+    interrupted = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, interrupted.set)  # (asyncio.run's own cancel was lost in the client)
     queue = SiteQueue(config)
     try:
-        return await queue.add(homepages)
+        return await queue.add(homepages, stopped=interrupted.is_set)
     finally:
+        loop.remove_signal_handler(signal.SIGINT)
         await queue.close()
