@@ -12,7 +12,7 @@ import pytest
 
 from sitemap_crawl.arguments import SpiderArgumentError
 from sitemap_crawl.queue import QueueConfig
-from sitemap_crawl.queue.config import parse_queue_url
+from sitemap_crawl.queue.config import parse_queue_url, server_error
 from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue
 from tests.support.queue_server import QueueServer
 
@@ -194,3 +194,23 @@ def test_a_queue_url_whose_path_is_no_database_number_is_refused(path: str) -> N
 @pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/3", "redis://127.0.0.1:6379/", "redis://127.0.0.1:6379"])
 def test_a_queue_url_with_a_database_number_or_none(url: str) -> None:
     assert parse_queue_url(url) == url
+
+
+def test_a_server_that_refuses_is_told_from_one_that_cannot_be_reached() -> None:
+    from redis.exceptions import AuthenticationError, ConnectionError, ResponseError, TimeoutError
+
+    plain, tls = "redis://:secret@127.0.0.1:6379/0", "rediss://127.0.0.1:6380/0"
+    assert server_error(plain, AuthenticationError("invalid username-password pair")) == (
+        "The queue server redis://:***@127.0.0.1:6379/0 refused the connection: invalid username-password pair"
+    )
+    assert server_error(plain, ResponseError("DB index is out of range")).endswith(
+        "refused the connection: DB index is out of range"
+    )
+    assert server_error(plain, ConnectionError("Error 111")) == (
+        "The queue server redis://:***@127.0.0.1:6379/0 cannot be reached: Error 111"
+    )
+    # a TLS handshake a plain server never answers: "Timeout connecting to server", and why it may be
+    assert server_error(tls, TimeoutError("Timeout connecting to server")) == (
+        "The queue server rediss://127.0.0.1:6380/0 cannot be reached: Timeout connecting to server"
+        " (a rediss:// URL: does the server speak TLS on that port?)"
+    )

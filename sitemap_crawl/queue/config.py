@@ -51,6 +51,22 @@ def parse_queue_url(value: object) -> str:
     return text
 
 
+def server_error(url: str, error: Exception) -> str:
+    """How a queue command or a starting worker says that the server failed it: ``The queue
+    server URL cannot be reached: why`` (with a hint for a ``rediss://`` URL, whose TLS
+    handshake a plain server never answers), or ``... refused the connection: why`` (a
+    password, a database number: it was reached)."""
+    from redis.exceptions import AuthenticationError, ConnectionError, ResponseError, TimeoutError
+
+    shown = display_url(url)
+    if isinstance(error, AuthenticationError | ResponseError):
+        return f"The queue server {shown} refused the connection: {error}"
+    hint = ""
+    if urlsplit(url).scheme.lower() == "rediss" and isinstance(error, ConnectionError | TimeoutError):
+        hint = " (a rediss:// URL: does the server speak TLS on that port?)"
+    return f"The queue server {shown} cannot be reached: {error}{hint}"
+
+
 def display_url(url: str) -> str:
     """The URL without its password (for logs and status)."""
     parts = urlsplit(url)

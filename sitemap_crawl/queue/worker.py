@@ -57,7 +57,7 @@ from sitemap_crawl.names import (
     QUEUE_ROUND_TRIPS_STAT,
     QUEUE_TAKEN_OVER_STAT,
 )
-from sitemap_crawl.queue.config import QueueConfig, display_url
+from sitemap_crawl.queue.config import QueueConfig, display_url, server_error
 from sitemap_crawl.queue.files import lock_outputs, prepare_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
 from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue, check_server
@@ -136,9 +136,7 @@ class QueueWorker:
         try:
             check_server(self.config)  # (before the crawl starts: a worker that cannot work exits 1)
         except RedisError as exc:
-            raise QueueUnreachableError(
-                f"The queue server {display_url(self.url)} cannot be reached ({exc}): this worker did not start"
-            ) from None
+            raise QueueUnreachableError(f"{server_error(self.url, exc)}: this worker did not start") from None
         tree_file = crawler.settings.get("SITEMAP_CRAWL_TREE_FILE")
         if tree_file and not is_lines_file(tree_file):
             raise SpiderArgumentError(

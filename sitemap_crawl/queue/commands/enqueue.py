@@ -18,7 +18,7 @@ from scrapy.exceptions import UsageError
 
 from sitemap_crawl.arguments import SpiderArgumentError
 from sitemap_crawl.queue.commands import QueueCommand
-from sitemap_crawl.queue.config import QueueConfig, display_url
+from sitemap_crawl.queue.config import QueueConfig, server_error
 from sitemap_crawl.sites.homepages import HomepageList
 
 
@@ -55,7 +55,7 @@ class Command(QueueCommand):
         try:
             new, already = asyncio.run(_add(config, homepages))
         except RedisError as exc:
-            print(f"The queue server {display_url(config.url)} cannot be reached: {exc}", file=sys.stderr)
+            print(server_error(config.url, exc), file=sys.stderr)
             self.exitcode = 1
             return
         except AddStopped as stop:

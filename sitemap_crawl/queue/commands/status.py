@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from sitemap_crawl.queue.commands import QueueCommand
-from sitemap_crawl.queue.config import QueueConfig, display_url
+from sitemap_crawl.queue.config import QueueConfig, display_url, server_error
 
 DEAD_SHOWN = 5
 """Dead-lettered sites listed (the newest) in the text form; --json lists up to 100."""
@@ -37,7 +37,7 @@ class Command(QueueCommand):
         try:
             status, dead = asyncio.run(_status(config))
         except RedisError as exc:
-            print(f"The queue server {display_url(config.url)} cannot be reached: {exc}", file=sys.stderr)
+            print(server_error(config.url, exc), file=sys.stderr)
             self.exitcode = 1
             return
         if opts.json:
