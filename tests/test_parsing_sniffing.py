@@ -10,6 +10,7 @@ import zlib
 import pytest
 
 from sitemap_crawl.parsing import Limits, SitemapReader, parse_sitemap
+from sitemap_crawl.parsing.stream import CHUNK_SIZE, MAX_GZIP_MEMBERS, gunzip_chunks
 
 SM = "http://www.sitemaps.org/schemas/sitemap/0.9"
 URLSET = (
@@ -152,6 +153,45 @@ def test_multi_member_gzip() -> None:
     assert summary(body) == ("xml_urlset", None, URLS)
     many = b"".join(gzip.compress(URLSET[i : i + 7]) for i in range(0, len(URLSET), 7))
     assert summary(many) == ("xml_urlset", None, URLS)
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3])
+def test_a_member_whose_start_a_chunk_cuts_is_read(cut: int) -> None:
+    # a chunk that ended with the next member's first byte (0x1f) alone ended the stream:
+    # every page after it was lost without a word (a text sitemap) or "truncated"
+    first, second = gzip.compress(b"a" * 5000), gzip.compress(b"b" * 5000)
+    body = first + second
+    split = len(first) + cut - 1  # (cut 1: the chunk ends right before the magic; 2: inside it)
+    out = b"".join(gunzip_chunks(iter([body[:split], body[split:]]), 1 << 20))
+    assert out == b"a" * 5000 + b"b" * 5000
+
+
+def test_a_member_start_at_the_readers_chunk_boundary_keeps_every_page() -> None:
+    first = "".join(f"https://www.example.org/first/{i}\n" for i in range(6000)).encode()
+    member = gzip.compress(first, compresslevel=0, mtime=0)
+    padding = CHUNK_SIZE - 1 - len(member)  # the second member's magic byte at the chunk's last byte
+    assert padding > 0
+    second = gzip.compress(b"\n" * padding + b"https://www.example.org/second\n", mtime=0)
+    result = parse_sitemap(member + second, "https://www.example.org/s.txt.gz")
+    assert (result.kind, result.error, len(result.pages)) == ("text", None, 6001)
+
+
+def test_a_member_with_a_bad_checksum_keeps_what_it_decoded() -> None:
+    # the trailer's CRC (or length) failed the call that decoded the whole member: 0 pages
+    body = bytearray(gzip.compress(URLSET, mtime=0))
+    body[-8] ^= 0xFF  # the CRC-32
+    result = parse_sitemap(bytes(body), "https://www.example.org/s.xml.gz")
+    assert (result.kind, result.error) == ("xml_urlset", "parse error")
+    assert [page.url for page in result.pages] == URLS
+
+
+def test_millions_of_empty_members_are_cut_at_the_member_cap() -> None:
+    # each member cost a copy of the rest of its chunk: minutes in the reactor for 243 KB
+    empty = gzip.compress(b"", mtime=0)
+    body = gzip.compress(URLSET, mtime=0) + empty * (MAX_GZIP_MEMBERS + 10)
+    result = parse_sitemap(body, "https://www.example.org/s.xml.gz")
+    assert (result.kind, result.error) == ("xml_urlset", "size limit")
+    assert [page.url for page in result.pages] == URLS
 
 
 def test_zero_padding_after_the_gzip_member_is_ignored() -> None:

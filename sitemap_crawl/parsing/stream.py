@@ -100,25 +100,44 @@ def iter_chunks(body: Body, limit: int, chunk_size: int = CHUNK_SIZE) -> Iterato
         raise SizeLimitExceeded(f"body larger than {limit} bytes")
 
 
+MAX_GZIP_MEMBERS = 10_000
+"""Gzip members read from one body (a body of millions of empty members cost minutes)."""
+
+
 def gunzip_chunks(chunks: Iterator[bytes], limit: int, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
     """Decompress gzip (also multi-member) chunk by chunk, at most ``limit`` bytes out.
 
-    Bytes after the last complete member that are not another member (zero
-    padding, garbage) are ignored.
+    Bytes after the last complete member that are not another member (zero padding,
+    garbage) are ignored. A member's start cut by a chunk's end waits for the next chunk.
+    A member that breaks (bad data, a wrong checksum or length in its trailer) yields what
+    it decoded up to the byte that broke it, then raises CorruptInput.
     """
     decompressor = _gzip_decompressor()
     produced = 0
+    members = 1
+    pending = b""
     for chunk in chunks:
-        data = chunk
+        data = pending + chunk if pending else chunk
+        pending = b""
         output_was_full = False
         while data or output_was_full:
             if decompressor.eof:
+                if len(data) < len(GZIP_MAGIC) and GZIP_MAGIC.startswith(data):
+                    pending = data  # (the next member's magic, cut by the chunk's end)
+                    break
                 if not data.startswith(GZIP_MAGIC):
                     return
+                members += 1
+                if members > MAX_GZIP_MEMBERS:
+                    raise SizeLimitExceeded(f"more than {MAX_GZIP_MEMBERS:,} gzip members")
                 decompressor = _gzip_decompressor()
+            before = decompressor.copy()
             try:
                 out = decompressor.decompress(data, chunk_size)
             except zlib.error as exc:
+                salvaged = _decoded_before_error(before, data, limit - produced)
+                if salvaged:
+                    yield salvaged
                 raise CorruptInput(f"gzip: {exc}") from exc
             output_was_full = len(out) == chunk_size
             data = decompressor.unused_data if decompressor.eof else decompressor.unconsumed_tail
@@ -130,6 +149,24 @@ def gunzip_chunks(chunks: Iterator[bytes], limit: int, chunk_size: int = CHUNK_S
                 yield out
     if not decompressor.eof:
         raise TruncatedInput("gzip stream ends early")
+
+
+def _decoded_before_error(decompressor: zlib._Decompress, data: bytes, room: int) -> bytes:
+    """What ``decompressor`` (as it was before the call that failed) decodes of ``data`` up
+    to the byte that breaks it, at most ``room`` bytes: fed a byte at a time (a failure is
+    rare, and its call's output was lost with it)."""
+    decoded: list[bytes] = []
+    size = 0
+    for index in range(len(data)):
+        try:
+            out = decompressor.decompress(data[index : index + 1])
+        except zlib.error:
+            break
+        decoded.append(out)
+        size += len(out)
+        if size >= room or decompressor.eof:
+            break
+    return b"".join(decoded)[:room]
 
 
 def _gzip_decompressor() -> zlib._Decompress:
