@@ -53,6 +53,10 @@ def _finite_number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
+MAX_DEPTH_LIMIT = 100
+"""The largest SITEMAP_CRAWL_MAX_DEPTH: past about 470 levels the tree's JSON (nested
+objects) went over Python's recursion limit and the tree file was not written."""
+
 CHECKED_PROPERTIES = (
     "known_paths",
     "known_paths_mode",
@@ -107,12 +111,16 @@ class SettingsReader:
         value = self._settings.get(name)
         return SETTINGS[name] if value is None else value
 
-    def _whole(self, name: str, least: int) -> int:
-        """A setting that is a whole number of at least ``least`` (0 or 1); SettingError otherwise."""
+    def _whole(self, name: str, least: int, most: int | None = None) -> int:
+        """A setting that is a whole number of at least ``least`` (0 or 1), and at most
+        ``most`` if given; SettingError otherwise."""
         value = self._get(name)
         number = _finite_number(value)
-        if number is None or not number.is_integer() or number < least:
-            allowed = "a positive whole number" if least > 0 else "a whole number, 0 or more"
+        if number is None or not number.is_integer() or number < least or (most is not None and number > most):
+            if most is not None:
+                allowed = f"a whole number from {least} to {most}"
+            else:
+                allowed = "a positive whole number" if least > 0 else "a whole number, 0 or more"
             raise SettingError(f"{name} must be {allowed}, not {value!r}")
         return int(number)
 
@@ -165,8 +173,9 @@ class SettingsReader:
 
     @property
     def max_depth(self) -> int:
-        """Index levels read below a start URL (0: none), SITEMAP_CRAWL_MAX_DEPTH."""
-        return self._whole("SITEMAP_CRAWL_MAX_DEPTH", 0)
+        """Index levels read below a start URL (0: none), SITEMAP_CRAWL_MAX_DEPTH (at most
+        ``MAX_DEPTH_LIMIT``: a deeper tree is no JSON a tree file can hold)."""
+        return self._whole("SITEMAP_CRAWL_MAX_DEPTH", 0, MAX_DEPTH_LIMIT)
 
     @property
     def max_size(self) -> int:
