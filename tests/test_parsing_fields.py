@@ -7,9 +7,11 @@ from urllib.parse import urljoin
 import pytest
 from w3lib.url import safe_url_string
 
+from sitemap_crawl.parsing import parse_sitemap
 from sitemap_crawl.parsing.fields import (
     CHANGE_FREQUENCIES,
     DEFAULT_PRIORITY,
+    MAX_URL_LENGTH,
     clean_text,
     normalize_change_frequency,
     normalize_date,
@@ -302,3 +304,14 @@ def test_clean_text(raw: str | None, expected: str | None) -> None:
 def test_an_invisible_format_character_around_a_url_is_dropped(invisible: str) -> None:
     # a byte order mark or a zero-width space an export left before the URL: not a relative path
     assert resolve_url(f"{invisible}https://www.example.org/a{invisible}", SITEMAP_URL) == "https://www.example.org/a"
+
+
+def test_a_url_longer_than_the_limit_names_nothing() -> None:
+    # a 5 MB sub-sitemap URL made the crawl peak at 570 MB (w3lib's quoting of a request)
+    base = "https://example.com/"
+    longest = base + "a" * (MAX_URL_LENGTH - len(base))
+    assert resolve_url(longest, base) == longest
+    assert resolve_url(longest + "a", base) is None
+    assert resolve_url("/" + "a" * MAX_URL_LENGTH, base) is None
+    body = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{longest}a</loc></url><url><loc>{base}b</loc></url></urlset>'
+    assert [page.url for page in parse_sitemap(body.encode(), base + "s.xml").pages] == [base + "b"]

@@ -150,8 +150,15 @@ def parse_yes_no(text: str | None) -> bool | None:
     return None
 
 
+MAX_URL_LENGTH = 64 * 1024
+"""The longest URL kept (characters; a text sitemap's longest line is as long): a longer
+``<loc>`` names nothing (the protocol's limit is 2,048; one of megabytes cost a hundred
+times its size once made a request)."""
+
+
 def resolve_url(text: str | None, base_url: str) -> str | None:
-    """An absolute http(s) URL from a loc/href value, resolved against ``base_url``.
+    """An absolute http(s) URL from a loc/href value, resolved against ``base_url``; None
+    for one longer than ``MAX_URL_LENGTH``.
 
     Whitespace and control characters around the value are dropped; inside it tabs and
     newlines are removed, and a space or a character that is not printable (other
@@ -164,6 +171,8 @@ def resolve_url(text: str | None, base_url: str) -> str | None:
     if text is None:
         return None
     value = text.strip(_URL_EDGES)  # (strip_url_text, without a call: the crawl's hot path)
+    if len(value) > MAX_URL_LENGTH:
+        return None
     if not value.startswith(_HTTP_SCHEMES):  # (the common case is: already absolute)
         if not value[:8].lower().startswith(_HTTP_SCHEMES):
             return _resolve_relative(value, base_url)
