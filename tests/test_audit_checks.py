@@ -208,6 +208,13 @@ def test_a_sitemap_its_host_declares_may_list_any_page_of_that_host() -> None:
     assert [f.rule for f in told.audit_sitemap(xml, SITEMAP, cross_hosts=frozenset({"example.com"}))] == ["other-host"]
 
 
+def test_a_wide_encoding_declared_in_single_bytes_is_still_a_finding() -> None:
+    # the crawl reads it as UTF-8 (its entries are checked too); its declaration is wrong
+    body = urlset(url("https://example.com/dir/a b"), decl='<?xml version="1.0" encoding="utf-16"?>')
+    found = [(f.rule, f.detail) for f in SiteAudit(None, now=NOW).audit_sitemap(body, SITEMAP)]
+    assert found == [("unescaped-url", "' ' at position 25"), ("not-utf8", "encoding utf-16")]
+
+
 def test_text_sitemap_location_and_duplicates() -> None:
     body = b"https://example.com/dir/a\nhttps://example.com/dir/a\n/rel\n"
     assert findings_of(body, "https://example.com/dir/sitemap.txt") == ["duplicate-in-sitemap", "relative-url"]

@@ -246,6 +246,18 @@ def test_corrupt_gzip_is_invalid() -> None:
 # -- encodings -----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("declared", ["utf-16", "UTF-16", "utf-32", "ucs-2", "utf-16le"])
+def test_a_wide_encoding_declared_in_single_bytes_is_read_as_utf8(declared: str) -> None:
+    # a .NET StringWriter's document sent as UTF-8: libxml2 read it as UTF-16, "no root element"
+    body = f'\ufeff<?xml version="1.0" encoding="{declared}"?>\n<urlset xmlns="{SM}"><url><loc>https://www.example.org/café</loc></url></urlset>'
+    for start in (body.encode("utf-8"), body[1:].encode("utf-8")):
+        assert summary(start) == ("xml_urlset", None, ["https://www.example.org/café"])
+    index = f'<?xml version="1.0" encoding="{declared}"?><sitemapindex xmlns="{SM}"><sitemap><loc>https://www.example.org/a.xml</loc></sitemap></sitemapindex>'
+    assert parse_sitemap(index.encode(), "https://www.example.org/s.xml").sub_sitemaps == [
+        "https://www.example.org/a.xml"
+    ]
+
+
 def _document(encoding_declaration: str | None) -> str:
     declaration = f'<?xml version="1.0" encoding="{encoding_declaration}"?>\n' if encoding_declaration else ""
     return (

@@ -40,6 +40,7 @@ from sitemap_crawl.parsing.xml import (
     is_namespace_error,
     local_name,
     push_parser_chunks,
+    wide_declaration,
 )
 
 SITEMAP_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -135,6 +136,14 @@ def robots_body(body: Body) -> bytes:
     return b"".join(read)
 
 
+def _first_kept(chunks: Iterator[bytes], kept: list[bytes]) -> Iterator[bytes]:
+    """``chunks``, the first also put in ``kept`` (as it was before any rewriting)."""
+    for chunk in chunks:
+        if not kept:
+            kept.append(chunk)
+        yield chunk
+
+
 def _chunks(body: Body, facts: SitemapFacts) -> Iterator[bytes]:
     chunks = iter_chunks(body, len(body), _CHUNK_SIZE)
     if body_head(body, len(GZIP_MAGIC)) == GZIP_MAGIC:
@@ -183,10 +192,12 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
     utf8: codecs.IncrementalDecoder | None = None
     offset = 0
     try:
-        for chunk in push_parser_chunks(_chunks(body, facts)):  # (unchanged in UTF-8, whose bytes are checked)
+        raw_start: list[bytes] = []
+        for chunk in push_parser_chunks(_first_kept(_chunks(body, facts), raw_start)):  # (UTF-8 unchanged)
             if first:
                 first = False
-                facts.encoding = declared_encoding(chunk)
+                # (a UTF-16 declaration in single bytes is read as UTF-8: the declaration is still wrong)
+                facts.encoding = wide_declaration(raw_start[0]) or declared_encoding(chunk)
                 if not leading_text(chunk).startswith("<"):
                     return
                 if is_utf8(facts.encoding):

@@ -423,13 +423,31 @@ _UTF32_SPACES_LE = frozenset(space.encode("utf-32-le") for space in " \t\r\n")
 _UTF32_SPACES_BE = frozenset(space.encode("utf-32-be") for space in " \t\r\n")
 
 
+_WIDE_DECLARATION = re.compile(
+    rb"""\A((?:\xef\xbb\xbf)?[ \t\r\n]*<\?xml\b[^>]{0,200}?\bencoding[ \t\r\n]*=[ \t\r\n]*["'])"""
+    rb"""((?:utf|ucs)-?(?:16|32|2|4)[\w-]{0,8})(?=["'])""",
+    re.IGNORECASE,
+)
+"""A declaration of UTF-16 or UTF-32 (or UCS-2/4) written in single bytes (group 2: the name)."""
+
+
+def wide_declaration(chunk: bytes) -> str | None:
+    """The UTF-16 or UTF-32 encoding a document's first chunk declares while its ``<?xml``
+    is written in single bytes (a .NET StringWriter's document, sent as UTF-8), or None."""
+    match = _WIDE_DECLARATION.match(chunk)
+    return None if match is None else match[2].decode("ascii")
+
+
 def push_parser_start(chunk: bytes) -> bytes:
     """A document's first chunk as libxml2's push parser (lxml's feed parsers) can read it.
 
     That parser fails on a UTF-32 byte order mark (``fromstring`` does not): it is
     dropped, the parser tells UTF-32 from the ``<`` that follows. UTF-16 without a byte
     order mark is read by it only when it starts ``<?xml``: a mark is put before any
-    other start. Every other start passes unchanged."""
+    other start. A declaration of UTF-16 or UTF-32 in single bytes (:func:`wide_declaration`:
+    libxml2 then found no root element) is read as UTF-8. Every other start passes unchanged."""
+    if (match := _WIDE_DECLARATION.match(chunk)) is not None:
+        return chunk[: match.start(2)] + b"UTF-8" + chunk[match.end(2) :]
     wide = wide_markup_start(chunk)
     if wide is not None:  # whitespace before the "<" of UTF-16/32 without a mark hides the encoding
         chunk = chunk[wide[1] :]
