@@ -32,6 +32,11 @@ _CONNECTION_ERRORS = (
 )
 
 
+_DECODERS = frozenset({"zlib", "gzip", "brotli", "brotlicffi", "zstandard", "zstd", "compression"})
+"""The modules whose errors Scrapy's HttpCompressionMiddleware lets through when a body is
+not what its Content-Encoding says."""
+
+
 def failure_reason(failure: Failure | BaseException) -> str:
     """A short reason for the tree: ``HTTP 404``, ``timeout``, ``size limit``..."""
     error = failure.value if isinstance(failure, Failure) else failure
@@ -58,4 +63,7 @@ def failure_reason(failure: Failure | BaseException) -> str:
         return ErrorReason.CONNECTION_REFUSED
     if isinstance(error, _CONNECTION_ERRORS):
         return ErrorReason.CONNECTION_ERROR
-    return f"{DOWNLOAD_ERROR_PREFIX}{type(error).__name__}"
+    kind = type(error)
+    if kind.__module__.split(".")[0].lstrip("_") in _DECODERS:  # (zlib.error, brotli.error: "error" alone said nothing)
+        return f"{DOWNLOAD_ERROR_PREFIX}the body is not what its Content-Encoding says ({kind.__module__}.{kind.__name__})"
+    return f"{DOWNLOAD_ERROR_PREFIX}{kind.__name__}"

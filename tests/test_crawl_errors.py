@@ -224,6 +224,24 @@ def test_a_start_url_that_fails_is_an_invalid_node(fixture_site: SiteFactory, cr
     assert result.urls() == [site.url("/a")]
 
 
+def test_a_body_that_is_not_its_content_encoding_says_why(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    # plain XML sent as deflate (or gzip) failed as "download error: error" (zlib's class name)
+    body = urlset("{base}/a")
+    site = fixture_site(
+        {
+            "/deflate.xml": Route(body, headers={"Content-Encoding": "deflate"}),
+            "/gzip.xml": Route(body, headers={"Content-Encoding": "gzip"}),
+        }
+    )
+    result = crawl({"sitemap_urls": f"{site.url('/deflate.xml')},{site.url('/gzip.xml')}"}, settings=FAST).assert_ok()
+    assert result.tree is not None
+    errors = [child["error"] for child in result.tree["sub_sitemaps"]]
+    assert errors == [
+        "download error: the body is not what its Content-Encoding says (zlib.error)",
+        "download error: the body is not what its Content-Encoding says (gzip.BadGzipFile)",
+    ]
+
+
 def test_an_unreachable_site_still_ends_cleanly(crawl: CrawlRunner, fixture_site: SiteFactory) -> None:
     site = fixture_site({})
     port = site.port
