@@ -53,7 +53,8 @@ HTTP_PREFIX = "HTTP"
 IGNORED_PREFIX = f"{ErrorReason.IGNORED}: "
 """``ignored: <message>``: a downloader middleware dropped the request, saying why."""
 DOWNLOAD_ERROR_PREFIX = "download error: "
-"""``download error: <exception type>``: any other download failure."""
+"""``download error: <exception type>``: any other download failure (a body that is not what its
+Content-Encoding says: ``download error: the body is not what its Content-Encoding says (zlib.error)``)."""
 
 
 def http_error(status: int) -> str:
