@@ -65,5 +65,6 @@ def failure_reason(failure: Failure | BaseException) -> str:
         return ErrorReason.CONNECTION_ERROR
     kind = type(error)
     if kind.__module__.split(".")[0].lstrip("_") in _DECODERS:  # (zlib.error, brotli.error: "error" alone said nothing)
-        return f"{DOWNLOAD_ERROR_PREFIX}the body is not what its Content-Encoding says ({kind.__module__}.{kind.__name__})"
+        name = f"{kind.__module__}.{kind.__name__}"
+        return f"{DOWNLOAD_ERROR_PREFIX}the body is not what its Content-Encoding says ({name})"
     return f"{DOWNLOAD_ERROR_PREFIX}{kind.__name__}"
