@@ -32,9 +32,9 @@ _CONNECTION_ERRORS = (
 )
 
 
-_DECODERS = frozenset({"zlib", "gzip", "brotli", "brotlicffi", "zstandard", "zstd", "compression"})
+_DECODERS = frozenset({"zlib", "gzip", "brotli", "brotlicffi", "zstandard", "zstd", "compression", "backports"})
 """The modules whose errors Scrapy's HttpCompressionMiddleware lets through when a body is
-not what its Content-Encoding says."""
+not what its Content-Encoding says (``backports``: ``backports.zstd`` before Python 3.14)."""
 
 
 def failure_reason(failure: Failure | BaseException) -> str:

@@ -169,6 +169,28 @@ def test_ctrl_c_stops_an_enqueue_after_the_batch_being_sent(queue_server: QueueS
     assert 0 < status(queue_server)["enqueued"] < 400_000
 
 
+def test_ctrl_c_stops_an_enqueue_that_waits_for_standard_input(queue_server: QueueServer) -> None:
+    # a person typing homepages, a slow pipe: the read blocked the loop, Ctrl-C was not heard
+    command = [sys.executable, "-m", "scrapy", "sitemaps-enqueue", "-", "--queue", queue_server.url]
+    process = subprocess.Popen(
+        command, cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdin is not None
+    process.stdin.write("".join(f"http://t{n}.test/\n" for n in range(1500)))
+    process.stdin.flush()  # (not closed: it waits for more)
+    deadline = time.monotonic() + 60
+    while status(queue_server)["enqueued"] < 1000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    try:
+        out, err = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == 1, err
+    assert out.startswith("Stopped (Ctrl-C): ")  # (1000 new, or 1500 if the end of the input came first)
+    assert "Traceback" not in err
+
+
 def test_two_workers_drain_one_queue_and_each_site_is_mapped_once(
     fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:

@@ -184,7 +184,7 @@ def test_an_entry_of_a_site_another_entry_maps_is_acknowledged_as_a_duplicate(qu
     run(queue, scenario(queue))
 
 
-@pytest.mark.parametrize("path", ["/abc", "/7x", "/db10", "/1/2"])
+@pytest.mark.parametrize("path", ["/abc", "/7x", "/db10", "/1/2", "/\u00b2"])  # (² is a digit to isdigit)
 def test_a_queue_url_whose_path_is_no_database_number_is_refused(path: str) -> None:
     # the client reads it as database 0, without a word: a typo mixed two queues
     with pytest.raises(SpiderArgumentError, match="the path is the database number"):
@@ -209,6 +209,9 @@ def test_a_server_that_refuses_is_told_from_one_that_cannot_be_reached() -> None
     assert server_error(plain, ConnectionError("Error 111")) == (
         "The queue server redis://:***@127.0.0.1:6379/0 cannot be reached: Error 111"
     )
+    assert server_error(tls, ConnectionError("Error 111 connecting.")) == (
+        "The queue server rediss://127.0.0.1:6380/0 cannot be reached: Error 111 connecting"
+    )  # (refused: a closed port, nothing to say of TLS; no doubled full stop before the worker's ": ...")
     # a TLS handshake a plain server never answers: "Timeout connecting to server", and why it may be
     assert server_error(tls, TimeoutError("Timeout connecting to server")) == (
         "The queue server rediss://127.0.0.1:6380/0 cannot be reached: Timeout connecting to server"

@@ -44,7 +44,7 @@ def parse_queue_url(value: object) -> str:
     except ValueError as exc:
         raise SpiderArgumentError(f"queue={display_url(text)!r}: {exc}") from None
     database = parts.path.strip("/")
-    if database and not database.isdigit():  # (the client takes db 0 for it, without a word)
+    if database and not (database.isascii() and database.isdigit()):  # (the client takes db 0 for it, silently)
         raise SpiderArgumentError(
             f"queue={display_url(text)!r}: the path is the database number ({database!r} is none: redis://host:6379/0)"
         )
@@ -56,15 +56,15 @@ def server_error(url: str, error: Exception) -> str:
     server URL cannot be reached: why`` (with a hint for a ``rediss://`` URL, whose TLS
     handshake a plain server never answers), or ``... refused the connection: why`` (a
     password, a database number: it was reached)."""
-    from redis.exceptions import AuthenticationError, ConnectionError, ResponseError, TimeoutError
+    from redis.exceptions import AuthenticationError, ResponseError, TimeoutError
 
     shown = display_url(url)
     if isinstance(error, AuthenticationError | ResponseError):
-        return f"The queue server {shown} refused the connection: {error}"
+        return f"The queue server {shown} refused the connection: {str(error).rstrip('.')}"
     hint = ""
-    if urlsplit(url).scheme.lower() == "rediss" and isinstance(error, ConnectionError | TimeoutError):
+    if urlsplit(url).scheme.lower() == "rediss" and isinstance(error, TimeoutError):  # (refused: no hint)
         hint = " (a rediss:// URL: does the server speak TLS on that port?)"
-    return f"The queue server {shown} cannot be reached: {error}{hint}"
+    return f"The queue server {shown} cannot be reached: {str(error).rstrip('.')}{hint}"
 
 
 def display_url(url: str) -> str:

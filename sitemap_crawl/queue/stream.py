@@ -223,6 +223,11 @@ def check_server(config: QueueConfig) -> None:
         client.close()
 
 
+class StopAdding(Exception):
+    """Raised by the homepages given to :meth:`SiteQueue.add` to stop it (Ctrl-C while the list
+    is read): the batch read so far is not sent."""
+
+
 class AddStopped(Exception):
     """:meth:`SiteQueue.add` was told to stop: ``new`` and ``already`` count what was sent."""
 
@@ -265,8 +270,9 @@ class SiteQueue:
     ) -> tuple[int, int]:
         """Add homepages (normalised already); how many were new and how many were there before.
 
-        ``stopped`` is asked after each batch sent: when it says so, :class:`AddStopped` is
-        raised (with the counts of the batches sent), the rest of the list left unread."""
+        ``stopped`` is asked after each batch sent (the last too): when it says so, or when
+        the list raises :class:`StopAdding`, :class:`AddStopped` is raised (with the counts of
+        the batches sent), the rest of the list left unread."""
         await self.ensure_group()
         new = already = 0
         batch: list[str] = []
@@ -284,14 +290,19 @@ class SiteQueue:
                     already += 1
             batch.clear()
 
-        for homepage in homepages:
-            batch.append(homepage)
-            if len(batch) >= chunk:
-                await flush()
-                if stopped is not None and stopped():
-                    raise AddStopped(new, already)
+        try:
+            for homepage in homepages:
+                batch.append(homepage)
+                if len(batch) >= chunk:
+                    await flush()
+                    if stopped is not None and stopped():
+                        raise AddStopped(new, already)
+        except StopAdding:
+            raise AddStopped(new, already) from None  # (the list's reading was stopped: its batch not sent)
         if batch:
             await flush()
+        if stopped is not None and stopped():
+            raise AddStopped(new, already)
         return new, already
 
     async def take(self, consumer: str, count: int) -> tuple[list[Lease], int]:

@@ -13,6 +13,8 @@ import asyncio
 import io
 import signal
 import sys
+from collections.abc import Callable, Iterable, Iterator
+from types import FrameType
 
 from scrapy.exceptions import UsageError
 
@@ -52,8 +54,10 @@ class Command(QueueCommand):
             raise UsageError(str(exc).replace("homepages_file=", "")) from None
         from sitemap_crawl.queue.stream import AddStopped
 
+        interrupt = _Interrupt()
+        previous = signal.signal(signal.SIGINT, interrupt)  # (asyncio.run then leaves SIGINT to it)
         try:
-            new, already = asyncio.run(_add(config, homepages))
+            new, already = asyncio.run(_add(config, interrupt.lines(homepages), interrupt.said))
         except RedisError as exc:
             print(server_error(config.url, exc), file=sys.stderr)
             self.exitcode = 1
@@ -62,21 +66,53 @@ class Command(QueueCommand):
             print(f"Stopped (Ctrl-C): {stop.new} new, {stop.already} already there; the rest of the list was not added")
             self.exitcode = 1
             return
+        finally:
+            signal.signal(signal.SIGINT, previous)
         repeated = f", {homepages.repeated} repeated in the list" if homepages.repeated else ""
         skipped = f", {homepages.skipped} lines skipped (not http(s) URLs)" if homepages.skipped else ""
         print(f"{new} new, {already} already there{repeated}{skipped}")
 
 
-async def _add(config: QueueConfig, homepages: HomepageList) -> tuple[int, int]:
-    """Send the homepages; a Ctrl-C stops it after the batch being sent (AddStopped)."""
+class _Interrupt:
+    """Ctrl-C while homepages are added (asyncio.run's own cancel of the task was lost inside
+    the Redis client): asked after each batch sent; while the list is being read (a person
+    typing, a slow pipe: a read that blocks), it stops the read at once."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._reading = False
+
+    def __call__(self, _signum: int, _frame: FrameType | None) -> None:
+        self.seen = True
+        if self._reading:
+            from sitemap_crawl.queue.stream import StopAdding
+
+            raise StopAdding
+
+    def said(self) -> bool:
+        """Whether Ctrl-C was pressed."""
+        return self.seen
+
+    def lines(self, homepages: Iterable[str]) -> Iterator[str]:
+        """``homepages``, each read with Ctrl-C stopping the read."""
+        read = iter(homepages)
+        while True:
+            self._reading = True
+            try:
+                homepage = next(read, None)
+            finally:
+                self._reading = False
+            if homepage is None:
+                return
+            yield homepage
+
+
+async def _add(config: QueueConfig, homepages: Iterable[str], stopped: Callable[[], bool]) -> tuple[int, int]:
+    """Send the homepages; ``stopped`` (Ctrl-C) ends it after the batch being sent (AddStopped)."""
     from sitemap_crawl.queue.stream import SiteQueue
 
-    interrupted = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, interrupted.set)  # (asyncio.run's own cancel was lost in the client)
     queue = SiteQueue(config)
     try:
-        return await queue.add(homepages, stopped=interrupted.is_set)
+        return await queue.add(homepages, stopped=stopped)
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
         await queue.close()

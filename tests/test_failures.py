@@ -1,0 +1,35 @@
+"""The short reasons the tree records for a failed sitemap request."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import pytest
+
+from sitemap_crawl.failures import failure_reason
+
+NOT_ITS_ENCODING = "download error: the body is not what its Content-Encoding says"
+
+
+@pytest.mark.parametrize(
+    ("error", "named"),
+    [
+        (zlib.error("Error -3 while decompressing data"), "zlib.error"),  # (was "download error: error")
+        (gzip.BadGzipFile("Not a gzipped file"), "gzip.BadGzipFile"),
+    ],
+)
+def test_a_body_that_is_not_its_content_encoding_says_so(error: Exception, named: str) -> None:
+    assert failure_reason(error) == f"{NOT_ITS_ENCODING} ({named})"
+
+
+def test_a_zstd_body_that_is_not_zstd_says_so() -> None:
+    # (Scrapy's zstd comes from backports.zstd before Python 3.14: it was "download error: ZstdError")
+    zstd = pytest.importorskip("backports.zstd", reason="no backports.zstd (Python 3.14 has compression.zstd)")
+    assert (
+        failure_reason(zstd.ZstdError("Unknown frame descriptor")) == f"{NOT_ITS_ENCODING} (backports.zstd.ZstdError)"
+    )
+
+
+def test_another_error_is_named_by_its_type() -> None:
+    assert failure_reason(ValueError("odd")) == "download error: ValueError"
