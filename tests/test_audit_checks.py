@@ -215,6 +215,19 @@ def test_a_wide_encoding_declared_in_single_bytes_is_still_a_finding() -> None:
     assert found == [("unescaped-url", "' ' at position 25"), ("not-utf8", "encoding utf-16")]
 
 
+@pytest.mark.parametrize("layers", [1, 2, 3])
+def test_gzip_layers_are_undone_as_the_crawl_undoes_them(layers: int) -> None:
+    # a gzip file served gzipped again was scanned as binary text: not-utf8, relative-url of garbage
+    body = urlset(url(), url("https://example.com/dir/b"))
+    for _ in range(layers):
+        body = gzip.compress(body)
+    assert findings_of(body) == []
+    text = b"https://example.com/dir/a\nhttps://example.com/dir/a\n"
+    for _ in range(layers):
+        text = gzip.compress(text)
+    assert findings_of(text, "https://example.com/dir/sitemap.txt") == ["duplicate-in-sitemap"]
+
+
 def test_text_sitemap_location_and_duplicates() -> None:
     body = b"https://example.com/dir/a\nhttps://example.com/dir/a\n/rel\n"
     assert findings_of(body, "https://example.com/dir/sitemap.txt") == ["duplicate-in-sitemap", "relative-url"]

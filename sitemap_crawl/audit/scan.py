@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from lxml import etree
 
+from sitemap_crawl.parsing.reader import DEFAULT_LIMITS
 from sitemap_crawl.parsing.stream import (
     GZIP_MAGIC,
     UTF16_STARTS,
@@ -30,6 +31,7 @@ from sitemap_crawl.parsing.stream import (
     gunzip_chunks,
     iter_chunks,
     leading_text,
+    peek,
 )
 from sitemap_crawl.parsing.xml import (
     ENTITY_DECLARATION,
@@ -145,10 +147,17 @@ def _first_kept(chunks: Iterator[bytes], kept: list[bytes]) -> Iterator[bytes]:
 
 
 def _chunks(body: Body, facts: SitemapFacts) -> Iterator[bytes]:
+    """The body's bytes, its gzip layers undone as the crawl undoes them (up to
+    ``Limits.max_gzip_layers``, 3: a gzip file served gzipped again was read as binary text)."""
     chunks = iter_chunks(body, len(body), _CHUNK_SIZE)
     if body_head(body, len(GZIP_MAGIC)) == GZIP_MAGIC:
         facts.gzip = True
         chunks = gunzip_chunks(chunks, SCAN_LIMIT, _CHUNK_SIZE)
+        for _layer in range(DEFAULT_LIMITS.max_gzip_layers - 1):
+            head, chunks = peek(chunks, len(GZIP_MAGIC))
+            if head != GZIP_MAGIC:
+                break
+            chunks = gunzip_chunks(chunks, SCAN_LIMIT, _CHUNK_SIZE)
     for chunk in chunks:
         facts.size += len(chunk)
         yield chunk
