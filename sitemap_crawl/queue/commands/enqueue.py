@@ -44,8 +44,8 @@ class Command(QueueCommand):
         normalize = not opts.keep_path
         try:
             if args[0] == "-":
-                # read as a file is read: UTF-8, a byte that is not replaced (not smuggled on as
-                # a surrogate that no server key can encode)
+                # read as a file is read: UTF-8, a byte that is not UTF-8 replaced (not passed on
+                # as a surrogate, which no server key can encode)
                 stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
                 homepages = HomepageList(stdin, "<stdin>", normalize)
             else:
