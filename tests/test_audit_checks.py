@@ -228,6 +228,20 @@ def test_gzip_layers_are_undone_as_the_crawl_undoes_them(layers: int) -> None:
     assert findings_of(text, "https://example.com/dir/sitemap.txt") == ["duplicate-in-sitemap"]
 
 
+def test_gzip_past_the_crawls_layers_or_broken_is_one_invalid_document() -> None:
+    # four layers were scanned as binary text (the crawl reads no sitemap there); a broken
+    # stream's detail said "gzip: gzip: ..."
+    deep = urlset(url())
+    for _ in range(4):
+        deep = gzip.compress(deep)
+    found = [(f.rule, f.detail) for f in SiteAudit(None, now=NOW).audit_sitemap(deep, SITEMAP)]
+    assert found == [("invalid-document", "gzip nested more than 3 layers deep")]
+    broken = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + b"\xff" * 64
+    found = [(f.rule, f.detail) for f in SiteAudit(None, now=NOW).audit_sitemap(broken, SITEMAP)]
+    assert [rule for rule, _detail in found] == ["invalid-document"]
+    assert found[0][1].startswith("gzip: Error -3 while decompressing data")
+
+
 def test_text_sitemap_location_and_duplicates() -> None:
     body = b"https://example.com/dir/a\nhttps://example.com/dir/a\n/rel\n"
     assert findings_of(body, "https://example.com/dir/sitemap.txt") == ["duplicate-in-sitemap", "relative-url"]

@@ -191,6 +191,27 @@ def test_ctrl_c_stops_an_enqueue_that_waits_for_standard_input(queue_server: Que
     assert "Traceback" not in err
 
 
+def test_ctrl_c_stops_an_enqueue_of_a_list_of_bad_lines(queue_server: QueueServer, tmp_path: Path) -> None:
+    # heard while an invalid line was logged, the interruption was swallowed by logging (a
+    # "Logging error" traceback) and the whole list was read
+    listed = tmp_path / "sites.txt"
+    listed.write_text("".join(f"not a url {n}\n" for n in range(300_000)), encoding="utf-8")
+    command = [sys.executable, "-m", "scrapy", "sitemaps-enqueue", str(listed), "--queue", queue_server.url]
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    for _ in range(50):  # its first skipped lines: it reads the list
+        process.stderr.readline()
+    process.send_signal(signal.SIGINT)
+    try:
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 1
+    assert out.startswith("Stopped (Ctrl-C): 0 new, 0 already there")
+    assert "Logging error" not in err and "Traceback" not in err
+    assert err.count("skipped") < 250_000
+
+
 def test_two_workers_drain_one_queue_and_each_site_is_mapped_once(
     fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:

@@ -25,6 +25,7 @@ from sitemap_crawl.parsing.stream import (
     UTF16_STARTS,
     UTF32_STARTS,
     Body,
+    CorruptInput,
     FileBody,
     StreamError,
     decoded_stream,
@@ -138,6 +139,12 @@ def robots_body(body: Body) -> bytes:
     return b"".join(read)
 
 
+def _gzip_error(error: StreamError) -> str:
+    """A broken gzip stream's error as a finding's detail (``gzip: ...`` once)."""
+    text = str(error)
+    return text if text.startswith("gzip") else f"gzip: {text}"
+
+
 def _first_kept(chunks: Iterator[bytes], kept: list[bytes]) -> Iterator[bytes]:
     """``chunks``, the first also put in ``kept`` (as it was before any rewriting)."""
     for chunk in chunks:
@@ -153,10 +160,12 @@ def _chunks(body: Body, facts: SitemapFacts) -> Iterator[bytes]:
     if body_head(body, len(GZIP_MAGIC)) == GZIP_MAGIC:
         facts.gzip = True
         chunks = gunzip_chunks(chunks, SCAN_LIMIT, _CHUNK_SIZE)
-        for _layer in range(DEFAULT_LIMITS.max_gzip_layers - 1):
+        for layer in range(DEFAULT_LIMITS.max_gzip_layers):
             head, chunks = peek(chunks, len(GZIP_MAGIC))
             if head != GZIP_MAGIC:
                 break
+            if layer + 1 == DEFAULT_LIMITS.max_gzip_layers:  # (the crawl reads no sitemap in it)
+                raise CorruptInput(f"gzip nested more than {DEFAULT_LIMITS.max_gzip_layers} layers deep")
             chunks = gunzip_chunks(chunks, SCAN_LIMIT, _CHUNK_SIZE)
     for chunk in chunks:
         facts.size += len(chunk)
@@ -239,7 +248,7 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
             message = _checker_error(body) or message
         facts.error = f"not well-formed XML: {message}"
     except StreamError as exc:
-        facts.error = f"gzip: {exc}"
+        facts.error = _gzip_error(exc)
 
 
 _DEFERRED_ERROR = "no element found"
@@ -295,7 +304,7 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
             if batch:
                 yield batch
     except StreamError as exc:
-        facts.error = f"gzip: {exc}"
+        facts.error = _gzip_error(exc)
     try:
         partial += decoder.decode(b"", final=True)
     except UnicodeDecodeError as exc:  # the body ends inside a character

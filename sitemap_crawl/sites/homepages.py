@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
@@ -33,10 +33,19 @@ class HomepageList:
     Iterating reads the lines as they are needed; ``skipped`` and ``repeated`` count
     the bad lines and the homepages already seen. With a ``shard``, only the homepages
     whose host falls in that share are given (bad lines are reported by share 0 only).
+    ``stop``, asked before each line, ends the reading when it says so (Ctrl-C).
     """
 
-    def __init__(self, lines: Iterable[str], source: str, normalize: bool = True, shard: Shard | None = None) -> None:
+    def __init__(
+        self,
+        lines: Iterable[str],
+        source: str,
+        normalize: bool = True,
+        shard: Shard | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> None:
         self.source = source
+        self.stop = stop
         self.shard = shard or Shard(0, 1)
         self.normalize = normalize
         self.skipped = 0
@@ -48,17 +57,26 @@ class HomepageList:
         self._seen: set[int] = set()
 
     @classmethod
-    def from_file(cls, path: str | Path, normalize: bool = True, shard: Shard | None = None) -> HomepageList:
+    def from_file(
+        cls,
+        path: str | Path,
+        normalize: bool = True,
+        shard: Shard | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> HomepageList:
         """The list in a UTF-8 text file; SpiderArgumentError when it cannot be opened."""
         file_path = Path(path)
         try:
             handle = file_path.open(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise SpiderArgumentError(f"homepages_file={str(path)!r} cannot be read: {exc.strerror or exc}") from None
-        return cls(_closing_lines(handle), str(path), normalize, shard)
+        return cls(_closing_lines(handle), str(path), normalize, shard, stop)
 
     def __iter__(self) -> Iterator[str]:
+        stop = self.stop
         for number, raw in enumerate(self._lines, start=1):
+            if stop is not None and stop():
+                return
             text = raw.strip().lstrip("\ufeff")
             if not text or text.startswith("#"):
                 continue

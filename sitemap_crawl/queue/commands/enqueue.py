@@ -42,19 +42,19 @@ class Command(QueueCommand):
             raise UsageError("give one file of homepages, or - for standard input")
         config = self.queue_config(opts)
         normalize = not opts.keep_path
+        interrupt = _Interrupt()
         try:
             if args[0] == "-":
                 # read as a file is read: UTF-8, a byte that is not UTF-8 replaced (not passed on
                 # as a surrogate, which no server key can encode)
                 stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-                homepages = HomepageList(stdin, "<stdin>", normalize)
+                homepages = HomepageList(stdin, "<stdin>", normalize, stop=interrupt.said)
             else:
-                homepages = HomepageList.from_file(args[0], normalize)
+                homepages = HomepageList.from_file(args[0], normalize, stop=interrupt.said)
         except SpiderArgumentError as exc:
             raise UsageError(str(exc).replace("homepages_file=", "")) from None
         from sitemap_crawl.queue.stream import AddStopped
 
-        interrupt = _Interrupt()
         previous = signal.signal(signal.SIGINT, interrupt)  # (asyncio.run then leaves SIGINT to it)
         try:
             new, already = asyncio.run(_add(config, interrupt.lines(homepages), interrupt.said))
@@ -82,9 +82,11 @@ class _Interrupt:
         self.seen = False
         self._reading = False
 
-    def __call__(self, _signum: int, _frame: FrameType | None) -> None:
+    def __call__(self, _signum: int, frame: FrameType | None) -> None:
         self.seen = True
-        if self._reading:
+        # raised only where the list's lines are read (a read that may block), not in what
+        # reading them calls: logging an invalid line would swallow it (the next line stops)
+        if self._reading and frame is not None and frame.f_globals.get("__name__") == HomepageList.__module__:
             from sitemap_crawl.queue.stream import StopAdding
 
             raise StopAdding
@@ -104,6 +106,10 @@ class _Interrupt:
                 self._reading = False
             if homepage is None:
                 return
+            if self.seen:  # (heard while reading, where it was not raised)
+                from sitemap_crawl.queue.stream import StopAdding
+
+                raise StopAdding
             yield homepage
 
 
