@@ -128,7 +128,7 @@ def test_a_text_sitemap_whose_gzip_stream_breaks_off() -> None:
     audit = SiteAudit(None, now=NOW)
     found = list(audit.audit_sitemap(body[: len(body) // 2], TEXT_URL))
     assert [(finding.rule, finding.detail) for finding in found] == [
-        ("invalid-document", "gzip: gzip stream ends early")
+        ("invalid-document", "gzip stream ends early")  # ("gzip: " once)
     ]
     assert 0 < audit.sitemap_pages[TEXT_URL] < 20_000
 
