@@ -199,15 +199,13 @@ class SitemapSpider(Spider):
         self._deny: list[re.Pattern[str]] = [_regex(pattern) for pattern in self.sitemap_deny]
         try:
             # -a arguments arrive as strings
-            self.sitemap_urls = parse_sitemap_urls(self.sitemap_urls) if self.sitemap_urls else []
+            self.sitemap_urls, self.homepage, self.homepages = self._sources()
             self.sitemap_use_robots = parse_bool("sitemap_use_robots", self.sitemap_use_robots, True)
             self.sitemap_use_known_paths = parse_bool("sitemap_use_known_paths", self.sitemap_use_known_paths, True)
             self.sitemap_alternate_links = parse_bool("sitemap_alternate_links", self.sitemap_alternate_links, False)
             self.sitemap_filter_duplicates = parse_bool(
                 "sitemap_filter_duplicates", self.sitemap_filter_duplicates, False
             )
-            self.homepage = parse_homepage(self.homepage, True) if self.homepage else None
-            self.homepages = [parse_homepage(url, True) for url in parse_list(self.homepages)]
             self._since = parse_since_arguments(self.since, self.since_undated)
         except SpiderArgumentError as exc:
             logger.error("Bad argument for the %s spider: %s", self.name, exc)
@@ -411,17 +409,18 @@ class SitemapSpider(Spider):
         refs = [(entry, texts) for entry, texts in entries if isinstance(entry, SitemapRef)]
         pages = [(entry, texts) for entry, texts in entries if isinstance(entry, SitemapPage)]
         filtered = self._overrides_sitemap_filter()
-        if refs:
+        if is_robots:  # (its Sitemap: lines are neither filtered nor followed by rule, as in Scrapy)
+            for ref, _texts in refs:
+                yield Request(ref.url, callback=self._parse_sitemap)
+        elif refs:
             follow = FollowRules(follow=self._follow, deny=self._deny or None)
-            children = (  # (robots.txt's Sitemap: lines are neither filtered nor skipped, as in Scrapy)
-                (ref.url for ref, _texts in refs)
-                if is_robots
-                else self._filter_sitemaps(iter(refs), url)
+            children = (
+                self._filter_sitemaps(iter(refs), url)
                 if filtered
                 else (ref.url for ref in self._since_sitemaps((ref for ref, _texts in refs), url))
             )
             for child in children:
-                if is_robots or follow.refusal(child) is None:
+                if follow.refusal(child) is None:
                     yield Request(child, callback=self._parse_sitemap)
         chosen = (
             self._filter_page_entries(iter(pages), url)
