@@ -28,7 +28,6 @@ from sitemap_crawl.parsing.stream import (
     CorruptInput,
     FileBody,
     StreamError,
-    decoded_stream,
     gunzip_chunks,
     iter_chunks,
     leading_text,
@@ -129,13 +128,13 @@ def body_bytes(body: Body) -> bytes:
 
 def robots_body(body: Body) -> bytes:
     """A robots.txt body as the crawl reads it: gzip bytes (sent without Content-Encoding)
-    inflated, up to ``SCAN_LIMIT`` (what inflates past it, or a broken stream, is cut there)."""
-    raw = body_bytes(body)
-    if not raw.startswith(GZIP_MAGIC):
-        return raw
+    inflated as a sitemap's are (:func:`_chunks`: up to ``SCAN_LIMIT``; what inflates past
+    it, or a broken stream, is cut there)."""
+    if body_head(body, len(GZIP_MAGIC)) != GZIP_MAGIC:
+        return body_bytes(body)
     read: list[bytes] = []
     with contextlib.suppress(StreamError):
-        read.extend(decoded_stream(raw, SCAN_LIMIT)[2])
+        read.extend(_chunks(body, SitemapFacts()))
     return b"".join(read)
 
 
