@@ -55,6 +55,21 @@ def test_a_gzip_robots_txt_is_audited_as_the_crawl_reads_it(tmp_path: Path) -> N
     audit.finish()
 
 
+def test_a_known_path_that_cannot_be_decoded_is_read_by_the_audit_not_the_crawl(tmp_path: Path) -> None:
+    # the crawl process hands the body over; the audit process tells a sitemap from a
+    # "not found" page (the reactor parsed it before)
+    path = tmp_path / "findings.jsonl"
+    audit = CrawlAudit(str(path), None, "*")
+    site, url = "https://example.com/", "https://example.com/sitemap.xml"
+    assert audit.undecodable(site, url, "gzip", b"<html><body>Not here</body></html>") == Counter()
+    assert audit.undecodable(site, url, "gzip", b"") == Counter()
+    found = audit.undecodable(site, url, "gzip", urlset("https://example.com/a").encode())
+    assert found == Counter({"gzip-mislabelled": 1})
+    assert audit.undecodable(site, "https://example.com/listed.xml", "gzip") == Counter({"gzip-mislabelled": 1})
+    audit.finish()
+    assert [row["sitemap_url"] for row in read_findings(path)] == [url, "https://example.com/listed.xml"]
+
+
 def test_findings_file_stats_and_log(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
     site = fixture_site(
         {

@@ -110,8 +110,13 @@ class CrawlAudit:
         yield from audit.audit_served(head, final_url, content_type, encoding)
         yield from audit.audit_sitemap(body, final_url, requested_url=url)
 
-    def undecodable(self, site: str, url: str, encoding: str) -> Counter[str]:
-        """A body the HTTP client cannot decode (its Content-Encoding is not what it holds)."""
+    def undecodable(self, site: str, url: str, encoding: str, known_path_body: bytes | None = None) -> Counter[str]:
+        """A body the HTTP client cannot decode (its Content-Encoding is not what it holds).
+
+        ``known_path_body``: the body, as sent, of a well-known path's answer (status below
+        400); unless it holds a sitemap, the probe found nothing and there is no finding."""
+        if known_path_body is not None and found_nothing(known_path_body, url):
+            return Counter()
         return self._write_all(self._site_audit(site).audit_undecodable(url, encoding))
 
     def add_tree(self, site: str, root: Any) -> Counter[str]:

@@ -29,7 +29,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from sitemap_crawl.audit.backlog import AuditBacklog
-from sitemap_crawl.audit.crawl_audit import ResponseFacts, found_nothing
+from sitemap_crawl.audit.crawl_audit import ResponseFacts
 from sitemap_crawl.audit.process import AUDIT_MODULE, CALL, DONE, FINISH, OPEN, RESPONSE
 from sitemap_crawl.discovery.rules import KNOWN
 from sitemap_crawl.discovery.site import Visit
@@ -44,12 +44,6 @@ from sitemap_crawl.tree import SitemapTree
 logger = logging.getLogger(__name__)
 
 _BODY_CHUNK = 1 << 20
-
-
-def _a_sitemap_after_all(response: Response) -> bool:
-    """Whether a well-known path's response that cannot be decoded holds a sitemap (the fault
-    is then the site's); a "not found" page sent so is a probe that found nothing."""
-    return response.status < HTTPStatus.BAD_REQUEST and not found_nothing(response.body, response.url)
 
 
 class SitemapAuditExtension:
@@ -93,9 +87,15 @@ class SitemapAuditExtension:
             return
         encoding = (response.headers.get(b"Content-Encoding") or b"").decode("latin-1").strip().lower()
         request.meta[AUDIT_ENCODING_META_KEY] = encoding
-        undecodable = encoding in ("gzip", "x-gzip") and response.body and not response.body.startswith(GZIP_MAGIC)
-        if undecodable and (visit.role != KNOWN or _a_sitemap_after_all(response)):
-            self.call("undecodable", visit.site, response.url, encoding)  # the download will fail
+        body = response.body
+        if encoding not in ("gzip", "x-gzip") or not body or body.startswith(GZIP_MAGIC):
+            return
+        # the download will fail. A well-known path's answer is a finding only if it holds a
+        # sitemap (else the probe found nothing): the audit process reads it, not the reactor
+        if visit.role != KNOWN:
+            self.call("undecodable", visit.site, response.url, encoding)
+        elif response.status < HTTPStatus.BAD_REQUEST:
+            self.backlog.add((CALL, "undecodable", (visit.site, response.url, encoding, body)), len(body))
 
     def _response(self, response: Response, visit: Visit, left_out: bool, **_kwargs: Any) -> None:
         """A response the spider handled (``left_out``: a redirect it does not follow)."""
