@@ -191,6 +191,32 @@ def test_tree_file_is_written_when_the_crawl_is_interrupted(fixture_site: SiteFa
     assert_summary_at_the_end(result)
 
 
+def test_tree_file_is_written_when_a_second_ctrl_c_forces_the_shutdown(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # Scrapy stops the reactor at once, without spider_closed: no tree file was written
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/fast.xml", "{base}/slow.xml"),
+            "/fast.xml": urlset("{base}/a", "{base}/b"),
+            "/slow.xml": Route(urlset("{base}/late"), delay=20),
+        }
+    )
+    running = crawl.start({"homepage": site.base}, settings={**FAST, "CONCURRENT_REQUESTS": 1})
+    assert site.wait_for("/slow.xml", timeout=30)
+    assert running.wait_for_log(f"Scraped from <200 {site.url('/fast.xml')}>", timeout=30), running.log()[-3000:]
+    running.interrupt()
+    assert running.wait_for_log("shutting down gracefully", timeout=30), running.log()[-3000:]
+    running.interrupt()
+    result = running.wait(15)  # (the slow sitemap is not waited for)
+
+    assert result.log_has("forcing unclean shutdown")
+    assert "Traceback" not in result.log
+    assert result.tree is not None and result.tree["error"] == "interrupted"
+    robots_node = robots_of(tree_of(result))
+    assert robots_node["sub_sitemaps"][0] == node(site.url("/fast.xml"), "xml_urlset", pages=2)
+
+
 SCRAPY_SCHEDULER = "scrapy.core.scheduler.Scheduler"
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.reactor import is_reactor_installed
 
 from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage
 from sitemap_crawl.kinds import NodeKind
@@ -63,6 +64,7 @@ class SitemapTreeExtension:
         self._last_tree: SitemapTree | None = None
         self._closed = False
         self._summary: tuple[Any, ...] | None = None
+        self._shutdown_trigger: Any = None
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.record_node, signal=sitemap_node)
         crawler.signals.connect(self.finish_site, signal=site_finished)
@@ -97,6 +99,16 @@ class SitemapTreeExtension:
         if self.tree_file is not None:
             self.tree_file.many_sites = self.many_sites  # a many-site .json file: one array of trees
             self.tree_file.append = getattr(spider, "queue", None) is not None  # a worker keeps its past lines
+        if is_reactor_installed():
+            self._shutdown_trigger = _reactor().addSystemEventTrigger("before", "shutdown", self._forced_shutdown)
+
+    def _forced_shutdown(self) -> None:
+        """The reactor stops before the spider closed: a second Ctrl-C (Scrapy's "unclean
+        shutdown") sends no spider_closed. The tree file is written all the same."""
+        self._shutdown_trigger = None
+        if not self._closed:
+            self.close_spider()
+            self._log_summary()
 
     def count_pages(self, item: Any) -> None:
         """Count the pages of an item that left the item pipelines (dropped ones too)."""
@@ -161,6 +173,9 @@ class SitemapTreeExtension:
 
     def close_spider(self) -> None:
         """Write the tree file and the stats, and prepare the closing log lines (once)."""
+        if self._shutdown_trigger is not None:
+            _reactor().removeSystemEventTrigger(self._shutdown_trigger)
+            self._shutdown_trigger = None
         if self._closed or not (self.nodes_seen or self.many_sites):  # (a many-site run writes [] for none)
             return
         self._closed = True
@@ -205,6 +220,13 @@ class SitemapTreeExtension:
         if self._summary is not None:
             summary, self._summary = self._summary, None
             logger.info(*summary)
+
+
+def _reactor() -> Any:
+    """The installed Twisted reactor (typed loosely: its interface's stubs confuse mypy)."""
+    from twisted.internet import reactor
+
+    return reactor
 
 
 OUTCOMES = ("with sitemaps", "without sitemaps", "unreachable", "with errors")
