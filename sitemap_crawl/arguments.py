@@ -57,7 +57,8 @@ def parse_regex(name: str, value: object) -> re.Pattern[str] | None:
 
 
 def parse_homepage(value: object, normalize: bool) -> str:
-    """An http(s) homepage URL, reduced to scheme://host[:port]/ when ``normalize``."""
+    """An http(s) homepage URL, reduced to scheme://host[:port]/ when ``normalize``; a user
+    and password are dropped either way (Scrapy's downloader fails on a URL that has them)."""
     text = str(value).strip()
     parts = urlsplit(text) if usable_url(text) else None  # an unbalanced [ or a bad port: none
     if (
@@ -74,8 +75,8 @@ def parse_homepage(value: object, normalize: bool) -> str:
     path = parts.path or "/"
     if not path.endswith("/"):
         path += "/"
-    user, at, host_and_port = parts.netloc.lower().rpartition("@")
-    return f"{scheme}://{user}{at}{host_and_port.replace(parts.hostname, host, 1)}{path}"
+    host_and_port = parts.netloc.rpartition("@")[2].lower()  # (no user or password: Scrapy fails on them)
+    return f"{scheme}://{host_and_port.replace(parts.hostname, host, 1)}{path}"
 
 
 _NOT_IN_A_HOST = re.compile(r"[\s%<>\"{}|\\^`/?#@]")

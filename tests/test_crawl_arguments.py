@@ -77,6 +77,24 @@ def test_a_host_that_is_not_a_valid_idn_is_a_bad_homepage() -> None:
         parse_homepage("https://" + "ü" * 64 + ".test/", normalize=True)
 
 
+@pytest.mark.parametrize("normalize", [True, False])
+def test_a_user_and_password_leave_the_homepage_either_way(normalize: bool) -> None:
+    # kept (lower-cased) without normalising: every request then failed in Scrapy's downloader
+    expected = "http://127.0.0.1:8080/" if normalize else "http://127.0.0.1:8080/Blog/"
+    assert parse_homepage("http://Alice:SeCrEt@127.0.0.1:8080/Blog", normalize) == expected
+
+
+def test_a_homepage_with_a_password_is_mapped_without_normalising(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    site = fixture_site(
+        {"/blog/robots.txt": robots("{base}/blog/declared.xml"), "/blog/declared.xml": urlset("{base}/a")}
+    )
+    homepage = site.base.replace("http://", "http://alice:secret@") + "/blog/"
+    result = crawl({"homepage": homepage, "normalize_homepage": "false"}, settings=FAST).assert_ok()
+    assert result.urls() == [site.url("/a")]
+
+
 def test_normalize_homepage_false_keeps_the_path(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
     site = fixture_site(
         {

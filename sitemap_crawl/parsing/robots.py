@@ -39,13 +39,26 @@ def decode_robots(body: bytes) -> str:
 
 def robots_encoding(head: bytes) -> str:
     """The encoding of a robots.txt judged from its first bytes: a UTF-16/32 BOM,
-    UTF-16 without BOM (an ASCII character next to a NUL), else UTF-8."""
+    UTF-16 without BOM (its first two characters ASCII text, each byte of it next to a NUL),
+    else UTF-8 (binary data that starts with a NUL so stays binary: see :func:`looks_like_binary`)."""
     for bom, encoding in _BOMS:
         if head.startswith(bom):
             return encoding
-    if len(head) >= 2 and (head[0] == 0) != (head[1] == 0):
-        return "utf-16-le" if head[1] == 0 else "utf-16-be"
+    units = head[: min(len(head), 4) // 2 * 2]
+    if len(units) >= 2:
+        if _ascii_units(units[0::2], units[1::2]):
+            return "utf-16-le"
+        if _ascii_units(units[1::2], units[0::2]):
+            return "utf-16-be"
     return "utf-8"
+
+
+_ASCII_TEXT = frozenset(b"\t\n\r" + bytes(range(0x20, 0x7F)))
+
+
+def _ascii_units(low: bytes, high: bytes) -> bool:
+    """Whether UTF-16 code units (their low and high bytes) are all ASCII text."""
+    return len(low) == len(high) and all(byte == 0 for byte in high) and all(byte in _ASCII_TEXT for byte in low)
 
 
 def iter_robots_lines(chunks: Iterable[bytes], max_line_length: int = MAX_LINE_LENGTH) -> Iterator[str | None]:
