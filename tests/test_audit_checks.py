@@ -351,6 +351,28 @@ def test_index_lastmod_older_than_a_page_inside(said: str, newest: str, broken: 
     assert [(f.rule, f.sitemap_url, f.url) for f in found] == expected
 
 
+@pytest.mark.parametrize("order", ["indexes first", "child between", "child first"])
+def test_index_lastmod_older_is_judged_for_each_index_that_lists_the_child(order: str) -> None:
+    # only the first index to pair with the child was judged: the other's stale claim was lost
+    audit = SiteAudit(None, now=NOW)
+    fresh, stale, other = "https://example.com/dir/a.xml", "https://example.com/dir/b.xml", "https://example.com/dir/c.xml"
+    child = urlset(url("https://example.com/dir/p", "<lastmod>2024-05-01</lastmod>"))
+    reads = {
+        "indexes first": [(fresh, "2025-01-01"), (stale, "2020-01-01"), (other, "2020-02-02"), (CHILD, None)],
+        "child between": [(fresh, "2025-01-01"), (CHILD, None), (stale, "2020-01-01"), (other, "2020-02-02")],
+        "child first": [(CHILD, None), (fresh, "2025-01-01"), (stale, "2020-01-01"), (other, "2020-02-02")],
+    }[order]
+    found = []
+    for where, said in reads:
+        # (an index that lists the child twice: its first entry counts, as the crawl fetches it once)
+        body = child if said is None else index(CHILD, CHILD, lastmod=f"<lastmod>{said}</lastmod>")
+        found += [(f.sitemap_url, f.detail) for f in audit.audit_sitemap(body, where) if f.rule == "index-lastmod-older"]
+    assert sorted(found) == [
+        (stale, "the index says 2020-01-01, a page in it 2024-05-01"),
+        (other, "the index says 2020-02-02, a page in it 2024-05-01"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("priority", "broken"),
     [

@@ -43,8 +43,8 @@ ALTERNATE_LIMIT = 50_000
 (past it, the rule is not checked for the site: a missing back-link could be one not
 remembered). An alternate answered by its back-link is forgotten."""
 LASTMOD_LIMIT = 100_000
-"""Child sitemaps remembered per site for ``index-lastmod-older`` (index lastmods and
-newest page lastmods waiting for their other half)."""
+"""Per site, for ``index-lastmod-older``: the (index, child) lastmods taken, and the children
+whose newest page lastmod is remembered (for the indexes that list them later)."""
 
 _FEEDS = ("rss", "feed")
 _UNESCAPED = re.compile(r"EntityRef|Entity '[^']*' not defined")
@@ -103,8 +103,12 @@ class SiteAudit:
         self.declarations = declarations if declarations is not None else SitemapDeclarations()
         """The Sitemap: lines of the robots.txt files read (shared by the sites of a run)."""
         self._robots: dict[str, RobotsRules] = {}
-        self._index_lastmods: dict[str, tuple[str, str, datetime]] = {}
+        self._index_lastmods: dict[str, list[tuple[str, str, datetime]]] = {}
+        """What the indexes said of a child not read yet: (index, lastmod as written, its value)."""
         self._newest_inside: dict[str, tuple[tuple[str, datetime], str]] = {}
+        """The newest page lastmod of each child read (for an index that lists it later)."""
+        self._lastmod_claims: set[tuple[str, str]] = set()
+        """(index, child) pairs whose lastmod was taken: an index listing a child again is not."""
         self._unanswered: dict[int, tuple[str, str, str]] = {}
         """Alternates (sitemap, page A, alternate B) whose back-link (B lists A) is not seen
         yet, by the hash of that back-link (``B\nA``)."""
@@ -415,20 +419,23 @@ class SiteAudit:
         self._repeated_waits = set()
 
     def _index_lastmod(self, index_url: str, child_url: str, text: str) -> Iterator[Finding]:
+        """An index's lastmod for a child, judged against the child's pages now (the child was
+        read) or once the child is read; each index that lists the child is judged."""
         value = parse_w3c(text)
-        if value is None:
+        claim = (index_url, child_url)
+        if value is None or claim in self._lastmod_claims or len(self._lastmod_claims) >= LASTMOD_LIMIT:
             return
-        inside = self._newest_inside.pop(child_url, None)
+        self._lastmod_claims.add(claim)
+        inside = self._newest_inside.get(child_url)
         if inside is not None:
             yield from self._compare_lastmods(index_url, child_url, text, value, *inside)
-        elif len(self._index_lastmods) < LASTMOD_LIMIT:
-            self._index_lastmods[child_url] = (index_url, text, value)
+        else:
+            self._index_lastmods.setdefault(child_url, []).append((index_url, text, value))
 
     def _newest_lastmod(self, sitemap_url: str, newest: tuple[str, datetime], latest: str) -> Iterator[Finding]:
-        said = self._index_lastmods.pop(sitemap_url, None)
-        if said is not None:
-            yield from self._compare_lastmods(said[0], sitemap_url, said[1], said[2], newest, latest)
-        elif len(self._newest_inside) < LASTMOD_LIMIT:
+        for index_url, said, value in self._index_lastmods.pop(sitemap_url, ()):
+            yield from self._compare_lastmods(index_url, sitemap_url, said, value, newest, latest)
+        if len(self._newest_inside) < LASTMOD_LIMIT:
             self._newest_inside[sitemap_url] = (newest, latest)
 
     def _compare_lastmods(
