@@ -355,7 +355,11 @@ def test_index_lastmod_older_than_a_page_inside(said: str, newest: str, broken: 
 def test_index_lastmod_older_is_judged_for_each_index_that_lists_the_child(order: str) -> None:
     # only the first index to pair with the child was judged: the other's stale claim was lost
     audit = SiteAudit(None, now=NOW)
-    fresh, stale, other = "https://example.com/dir/a.xml", "https://example.com/dir/b.xml", "https://example.com/dir/c.xml"
+    fresh, stale, other = (
+        "https://example.com/dir/a.xml",
+        "https://example.com/dir/b.xml",
+        "https://example.com/dir/c.xml",
+    )
     child = urlset(url("https://example.com/dir/p", "<lastmod>2024-05-01</lastmod>"))
     reads = {
         "indexes first": [(fresh, "2025-01-01"), (stale, "2020-01-01"), (other, "2020-02-02"), (CHILD, None)],
@@ -366,7 +370,8 @@ def test_index_lastmod_older_is_judged_for_each_index_that_lists_the_child(order
     for where, said in reads:
         # (an index that lists the child twice: its first entry counts, as the crawl fetches it once)
         body = child if said is None else index(CHILD, CHILD, lastmod=f"<lastmod>{said}</lastmod>")
-        found += [(f.sitemap_url, f.detail) for f in audit.audit_sitemap(body, where) if f.rule == "index-lastmod-older"]
+        findings = audit.audit_sitemap(body, where)
+        found += [(f.sitemap_url, f.detail) for f in findings if f.rule == "index-lastmod-older"]
     assert sorted(found) == [
         (stale, "the index says 2020-01-01, a page in it 2024-05-01"),
         (other, "the index says 2020-02-02, a page in it 2024-05-01"),
