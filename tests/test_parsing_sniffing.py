@@ -364,6 +364,35 @@ def test_a_declared_entity_never_cuts_a_value() -> None:
     assert page.images[0].caption == "Photo &c; by us"  # as written, not expanded
 
 
+@pytest.mark.parametrize(
+    "doctype",
+    [
+        b'<!DOCTYPE urlset SYSTEM "http://127.0.0.1:9/d.dtd">',
+        b'<!DOCTYPE urlset PUBLIC "-//X//Y" "http://127.0.0.1:9/d">',
+    ],
+)
+def test_an_entity_only_an_external_dtd_could_declare_never_cuts_a_url(doctype: bytes) -> None:
+    # libxml2 keeps such a reference with no error (the DTD that might declare it is never
+    # loaded): the page was /a, the index child /s, URLs the sitemap never named
+    urlset_body = (
+        b'<?xml version="1.0"?>' + doctype + b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<url><loc>https://www.example.org/a&x;b</loc></url>"
+        b"<url><loc>https://www.example.org/ok</loc></url></urlset>"
+    )
+    result = parse_sitemap(urlset_body, "https://www.example.org/s.xml")
+    assert (result.kind, result.error) == ("xml_urlset", None)
+    assert [page.url for page in result.pages] == ["https://www.example.org/ok"]
+    index_body = (
+        b'<?xml version="1.0"?>'
+        + doctype.replace(b"urlset", b"sitemapindex")
+        + b'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<sitemap><loc>https://www.example.org/s&x;2.xml</loc></sitemap>"
+        b"<sitemap><loc>https://www.example.org/ok.xml</loc></sitemap></sitemapindex>"
+    )
+    result = parse_sitemap(index_body, "https://www.example.org/index.xml")
+    assert result.sub_sitemaps == ["https://www.example.org/ok.xml"]
+
+
 def test_entity_expansion_is_bounded() -> None:
     lol = b'<!ENTITY lol0 "lol">' + b"".join(
         b'<!ENTITY lol%d "%s">' % (i, b"".join(b"&lol%d;" % (i - 1) for _ in range(10))) for i in range(1, 10)

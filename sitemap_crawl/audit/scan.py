@@ -34,7 +34,7 @@ from sitemap_crawl.parsing.stream import (
     peek,
 )
 from sitemap_crawl.parsing.xml import (
-    ENTITY_DECLARATION,
+    DOCUMENT_TYPE,
     describe_error,
     error_after_namespace_errors,
     first_error,
@@ -219,7 +219,7 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
                     return
                 if is_utf8(facts.encoding):
                     utf8 = codecs.getincrementaldecoder("utf-8")()
-                reader.entity_references = ENTITY_DECLARATION in chunk
+                reader.entity_references = DOCUMENT_TYPE in chunk
             if utf8 is not None:
                 utf8 = _check_utf8(utf8, chunk, offset, facts)
             offset += len(chunk)

@@ -159,7 +159,7 @@ def iter_entry_batches(
         for chunk in make_chunks():
             if width is None:
                 width = 4 if chunk.startswith(UTF32_STARTS) else 2 if chunk[:2] in _WIDE_STARTS else 1
-                if ENTITY_DECLARATION in chunk:
+                if DOCUMENT_TYPE in chunk:
                     read_entry = _keeping_entity_references(read_entry)
             newline = chunk.rfind(b"\n")
             if newline < 0:
@@ -264,8 +264,10 @@ def _closes_root(tail: bytes, root: str) -> bool:
     return re.search(end_tag, markup, re.IGNORECASE | re.DOTALL) is not None
 
 
-ENTITY_DECLARATION = b"<!ENTITY"
-"""In a document's first chunk: its DTD declares entities (which are never expanded)."""
+DOCUMENT_TYPE = b"<!DOCTYPE"
+"""In a document's first chunk: it has a DTD, which may declare entities (never expanded),
+in its internal subset or in an external one (never loaded): lxml then keeps a reference
+to an entity as a node of its own, even to one nothing declares, with no error."""
 
 
 def inline_entity_references(element: Element) -> None:
@@ -288,7 +290,7 @@ _URL_FIELDS = frozenset({"loc", "link", "guid"})
 
 
 def _keeping_entity_references(read_entry: Callable[[Element, str], Any]) -> Callable[[Element, str], Any]:
-    """``read_entry`` for a document that declares entities (see :func:`inline_entity_references`);
+    """``read_entry`` for a document with a DTD (see :data:`DOCUMENT_TYPE`, :func:`inline_entity_references`);
     an entry whose URL holds a reference is skipped: what it names is not known."""
 
     def read(element: Element, sitemap_url: str) -> Any:
@@ -376,7 +378,7 @@ def _recover(
         for chunk in _repair_markup(make_chunks()):
             if first:
                 first = False
-                if ENTITY_DECLARATION in chunk:
+                if DOCUMENT_TYPE in chunk:
                     read_entry = _keeping_entity_references(read_entry)
             stripped = chunk.rstrip(_TAIL_SPACE)
             if stripped:
