@@ -542,6 +542,24 @@ def test_queue_wait_keeps_a_worker_for_sites_added_later(
     assert rows_by_site(lines(tmp_path / "pages-w.jsonl")) == expected_urls(expected)
 
 
+def test_a_worker_stopped_by_ctrl_c_takes_no_more_sites(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # the site that finished during the graceful stop made room: the worker took new sites it
+    # could not map, and left them held (another worker waited SITEMAP_CRAWL_QUEUE_CLAIM_AFTER)
+    site, expected = sites(fixture_site, 4, slow={"s00.test": 2})
+    homepages = list(expected)
+    enqueue(queue_server, homepages)
+    running = worker(crawl, queue_server, "w", tmp_path, SITEMAP_CRAWL_CONCURRENT_SITES=1, SITEMAP_CRAWL_KNOWN_PATHS="")
+    assert site.wait_for("/map-0.xml", timeout=30)
+    running.interrupt()
+    result = running.wait(30)
+    assert result.stats["finish_reason"] == "shutdown"
+    assert [tree["url"] for tree in lines(tmp_path / "trees-w.jsonl")] == homepages[:1]
+    counts = status(queue_server)  # (s00, finished during the stop, may wait for its acknowledgement)
+    assert (counts["waiting"], counts["done"] + counts["in_flight"]) == (3, 1), counts
+
+
 def test_a_waiting_worker_whose_queue_is_deleted_says_so(
     crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:

@@ -48,6 +48,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
 
 from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
+from sitemap_crawl.engine_state import is_closing
 from sitemap_crawl.feed_files import feed_files
 from sitemap_crawl.names import (
     QUEUE_ACKED_STAT,
@@ -222,7 +223,7 @@ class QueueWorker:
         try:
             while not self._stopping:
                 room = self._room()
-                if room <= 0:
+                if room <= 0 or is_closing(self.crawler):  # (a stopping worker takes no site: it could not map it)
                     return
                 leases, dead = await self.queue.take(self.name, room)
                 if dead:

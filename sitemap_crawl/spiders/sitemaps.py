@@ -41,6 +41,7 @@ from sitemap_crawl.arguments import (
 from sitemap_crawl.discovery import ALWAYS, ROBOTS, FollowRules, SiteDiscovery, Visit
 from sitemap_crawl.discovery.since import Since
 from sitemap_crawl.downloads import MANY_SITES_HANDLER
+from sitemap_crawl.engine_state import is_closing
 from sitemap_crawl.failures import failure_reason
 from sitemap_crawl.gctuning import GcTuning
 from sitemap_crawl.history.store import HistoryError, HistoryStore
@@ -371,7 +372,7 @@ class SitemapsSpider(Spider):
     def _open_sites(self) -> bool:
         """Start sites from the homepage list while fewer than SITEMAP_CRAWL_CONCURRENT_SITES
         are being mapped; whether any was started."""
-        if self.homepages is None:
+        if self.homepages is None or is_closing(self.crawler):  # (none started while the crawl stops)
             return False
         opened = False
         while len(self.sites) < self.concurrent_sites:
