@@ -70,6 +70,23 @@ def test_a_known_path_that_cannot_be_decoded_is_read_by_the_audit_not_the_crawl(
     assert [row["sitemap_url"] for row in read_findings(path)] == [url, "https://example.com/listed.xml"]
 
 
+def test_an_appending_audit_keeps_the_file_and_ends_a_line_cut_short(tmp_path: Path) -> None:
+    # (a queue worker restarted after a kill -9: its last line may be cut)
+    path = tmp_path / "findings.jsonl"
+    path.write_text('{"website": "https://old.example/"}\n{"website": "https://cu', encoding="utf-8")
+    audit = CrawlAudit(str(path), None, "*", append=True)
+    audit.finish()
+    assert path.read_text("utf-8") == '{"website": "https://old.example/"}\n{"website": "https://cu\n'
+    audit = CrawlAudit(str(path), None, "*", append=True)
+    shared = "https://example.com/s.xml"
+    facts = ResponseFacts("https://example.com/", shared, "child", 200, shared, "application/xml")
+    assert audit.audit(facts, urlset("https://example.com/a#part").encode()) == Counter({"url-fragment": 1})
+    audit.finish()
+    written = path.read_text("utf-8").splitlines()
+    assert written[:2] == ['{"website": "https://old.example/"}', '{"website": "https://cu']
+    assert [json.loads(line)["rule"] for line in written[2:]] == ["url-fragment"]
+
+
 def test_findings_file_stats_and_log(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:
     site = fixture_site(
         {

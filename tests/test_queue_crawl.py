@@ -560,6 +560,37 @@ def test_a_worker_stopped_by_ctrl_c_takes_no_more_sites(
     assert (counts["waiting"], counts["done"] + counts["in_flight"]) == (3, 1), counts
 
 
+def test_a_restarted_worker_keeps_its_findings_and_a_second_one_cannot_share_them(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # the findings file was started anew by each run: the findings of the sites acknowledged
+    # before lost for good (they are not mapped again); two workers on it mixed their lines
+    routes: dict[str, RouteLike] = {}
+    for name in ("a.test", "b.test"):
+        routes[f"//{name}/robots.txt"] = robots(f"{host(name)}/map.xml")
+        routes[f"//{name}/map.xml"] = urlset(f"{host(name)}/page#part")  # url-fragment
+    site = fixture_site(routes)
+    findings = tmp_path / "findings.jsonl"
+    audit = {"SITEMAP_CRAWL_AUDIT_FILE": str(findings), "SITEMAP_CRAWL_REPORT_FILE": str(tmp_path / "report.html")}
+    for name in ("a.test", "b.test"):
+        enqueue(queue_server, [f"http://{name}:{site.port}/"])
+        worker(crawl, queue_server, "w", tmp_path, **audit).wait(60).assert_ok()
+    rows = [(row["website"], row["rule"]) for row in lines(findings)]
+    assert rows == [(f"http://{name}:{site.port}/", "url-fragment") for name in ("a.test", "b.test")]
+
+    first = crawl.start(
+        {"queue": queue_server.url, "queue_wait": True},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees-w.jsonl"), **audit},
+        extra_args=["-o", str(tmp_path / "pages-w.jsonl")],
+    )
+    assert first.wait_for_log("The queue is drained: waiting for more sites")
+    second = worker(crawl, queue_server, "other", tmp_path, **audit).wait(60)
+    assert second.returncode == 1 and f"another worker writes {findings}" in second.log
+    first.interrupt()
+    first.wait(60)
+
+
 def test_a_waiting_worker_whose_queue_is_deleted_says_so(
     crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from operator import attrgetter
+from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from sitemap_crawl.audit.auditor import SiteAudit
@@ -22,6 +23,7 @@ from sitemap_crawl.audit.scan import body_head, robots_body
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.parsing import INVALID, SitemapReader
 from sitemap_crawl.parsing.stream import Body
+from sitemap_crawl.tree_file import ends_mid_line
 
 _JSON_STRING: Callable[[str], str] = json.encoder.encode_basestring  # the C one when there is one
 
@@ -73,8 +75,10 @@ class CrawlAudit:
     Each method that may find something returns the findings' count by rule.
     """
 
-    def __init__(self, path: str | None, report_path: str | None, user_agent: str) -> None:
+    def __init__(self, path: str | None, report_path: str | None, user_agent: str, append: bool = False) -> None:
         self.path = path
+        self.append = append
+        """Add to the findings file instead of starting it anew (a queue worker's, restarted)."""
         self.report_path = report_path
         self.report = Report() if report_path else None
         self.user_agent = user_agent
@@ -156,9 +160,19 @@ class CrawlAudit:
         if self.report is not None:
             self.report.add_findings(found)
         if self.path is not None and self._file is None:
-            self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (closed by finish)
+            self._file = self._open()
         if self._file is not None:
             self._file.write(json_lines(found))
+
+    def _open(self) -> IO[str]:
+        assert self.path is not None
+        if not self.append:
+            return open(self.path, "w", encoding="utf-8")
+        cut_short = ends_mid_line(Path(self.path))
+        stream = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed by finish)
+        if cut_short:  # a line cut short by a crash is ended, not continued
+            stream.write("\n")
+        return stream
 
     def finish(self) -> Counter[str]:
         """Forget every site left (their end findings), close the findings file (an empty one
@@ -166,10 +180,10 @@ class CrawlAudit:
         counts: Counter[str] = Counter()
         for site in list(self._audits):
             counts.update(self.forget(site))
+        if self._file is None and self.path is not None:
+            self._file = self._open()  # no finding: an empty file, not a stale one (appending: as it was)
         if self._file is not None:
             self._file.close()
-        elif self.path is not None:
-            open(self.path, "w", encoding="utf-8").close()  # no finding: an empty file, not a stale one
         if self.report is not None and self.report_path is not None:
             with open(self.report_path, "w", encoding="utf-8") as report_file:
                 report_file.write(self.report.render())

@@ -5,7 +5,7 @@ audit's parsing and checks use a CPU core of their own instead of sharing the cr
 process's interpreter lock. Pure: no Scrapy.
 
 Frames as the parse worker's (:mod:`sitemap_crawl.parsing.worker_protocol`). The crawl
-process sends ``(OPEN, path, report_path, user_agent)`` once, then jobs in order:
+process sends ``(OPEN, path, report_path, user_agent, append)`` once, then jobs in order:
 ``(RESPONSE, job_id, facts, body_length)`` followed by the body's raw bytes,
 ``(CALL, job_id, method, args)`` for a :data:`CALLS` method of the CrawlAudit, and last
 ``(FINISH, job_id)``. Each job is answered ``(DONE, job_id, {rule: count})`` once handled

@@ -72,16 +72,15 @@ def prepare_feeds(feeds: dict[str, Any], spider: Any) -> None:
             )
 
 
-def lock_outputs(feeds: dict[str, Any], spider: Any, tree_file: str | None) -> list[int]:
-    """Hold an exclusive lock on each local feed file and the tree file for the run (the
-    descriptors returned; closing them lets go): a second worker given the same files (the
-    same directory and ``-O pages-%(batch_id)s.jsonl``) stops at start with a bad argument,
-    where the two wrote over each other's rows."""
+def lock_outputs(feeds: dict[str, Any], spider: Any, *files: str | None) -> list[int]:
+    """Hold an exclusive lock on each local feed file and each of ``files`` (the tree, audit
+    and report files) for the run (the descriptors returned; closing them lets go): a second
+    worker given the same files (the same directory and ``-O pages-%(batch_id)s.jsonl``)
+    stops at start with a bad argument, where the two wrote over each other's rows."""
     if fcntl is None:  # pragma: no cover - not on Windows
         return []
     paths = [path for _uri, _options, path in _local_feeds(feeds, spider)]
-    if tree_file:
-        paths.append(Path(tree_file))
+    paths += [Path(name) for name in files if name]
     held: list[int] = []
     for path in dict.fromkeys(paths):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,7 +93,7 @@ def lock_outputs(feeds: dict[str, Any], spider: Any, tree_file: str | None) -> l
                 os.close(other)
             raise SpiderArgumentError(
                 f"another worker writes {path}: give each worker files of its own "
-                "(-o 'pages-%(worker)s.jsonl', and a tree file of its own, such as trees-HOST-1.jsonl)"
+                "(-o 'pages-%(worker)s.jsonl', and tree, audit and report files of its own, such as trees-HOST-1.jsonl)"
             ) from None
         held.append(descriptor)
     return held

@@ -62,6 +62,7 @@ from sitemap_crawl.queue.config import QueueConfig, display_url, server_error
 from sitemap_crawl.queue.files import lock_outputs, prepare_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
 from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue, check_server
+from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.signals import site_acknowledged, site_finished, sitemap_node
 from sitemap_crawl.sites.shard import Shard
 from sitemap_crawl.tree_file import is_lines_file
@@ -151,7 +152,10 @@ class QueueWorker:
                 self.name,
             )
         prepare_feeds(crawler.settings.getdict("FEEDS"), spider)
-        self._locks = lock_outputs(crawler.settings.getdict("FEEDS"), spider, tree_file)
+        audit = SettingsReader(crawler.settings)
+        self._locks = lock_outputs(
+            crawler.settings.getdict("FEEDS"), spider, tree_file, audit.audit_file, audit.report_file
+        )
         crawler.signals.connect(self.ledger.node, signal=sitemap_node)
         crawler.signals.connect(self._item_done, signal=signals.item_scraped)
         crawler.signals.connect(self._item_done, signal=signals.item_dropped)
