@@ -142,6 +142,21 @@ def test_the_store_works_on_one_thread_of_its_own(tmp_path: Path) -> None:
     assert threading.current_thread().name not in seen
 
 
+def test_a_history_in_folders_not_made_yet_is_created_with_them(tmp_path: Path) -> None:
+    # "not a usable SQLite file (unable to open database file)": there was no file at all
+    path = tmp_path / "new" / "folders" / "h.sqlite"
+    store = HistoryStore(path)
+    store.open_now()
+    asyncio.run(store.close())
+    assert path.is_file()
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    store = HistoryStore(blocked / "h.sqlite")
+    with pytest.raises(HistoryError, match="cannot be created"):
+        store.open_now()
+    asyncio.run(store.close())
+
+
 def test_foreign_and_corrupt_files_are_refused(tmp_path: Path) -> None:
     foreign = tmp_path / "foreign.sqlite"
     with sqlite3.connect(foreign) as db:

@@ -229,6 +229,10 @@ class HistoryStore:
 
     def _open(self) -> None:
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)  # (created if missing, its folder too)
+        except OSError as exc:
+            raise HistoryError(f"{self.path} cannot be created ({exc.strerror or exc})") from None
+        try:
             db = sqlite3.connect(self.path, timeout=LOCK_WAIT, isolation_level=None, check_same_thread=False)
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if tables and "meta" not in tables:
