@@ -294,6 +294,10 @@ def test_since_filters_the_rows_of_a_history_run(fixture_site: SiteFactory, craw
     assert first.pages == []  # every page is older than since or undated
     assert _changes(second.pages, site.base) == [("/a2", "modified")]  # a3 removed, a4 added: undated
     assert sum(node["changes"] for _url, node in _nodes(second)) == 1  # the rows exported (collect counts them)
+    # the stats count the rows exported, as the tree does (they counted those since left out)
+    rows = [f"sitemap_crawl/history/{change}" for change in ("added", "modified", "removed")]
+    assert [first.stats.get(key) for key in rows] == [None, None, None]
+    assert [second.stats.get(key) for key in rows] == [None, 1, None]
     assert crawl(arguments, settings=settings).assert_ok().pages == []
 
 

@@ -171,6 +171,13 @@ class HistoryTracker:
         if count:
             self.crawler.stats.inc_value(f"{HISTORY_STATS_PREFIX}/{what}", count)
 
+    def exported(self, changes: SitemapChanges, rows: list[SitemapPage]) -> None:
+        """``rows`` of ``changes`` go to the feeds (those ``since`` kept): counted on its tree
+        node and, by change, in the stats."""
+        changes.rows_exported(rows)
+        for change, count in Counter(row.change for row in rows).items():
+            self._inc(str(change), count)
+
     async def request_headers(self, url: str) -> dict[str, str]:
         """Read a sitemap's stored state; the conditional headers its request carries."""
         url = same_url_key(url)
@@ -247,9 +254,6 @@ class HistoryTracker:
             if changes.before is not None:
                 stored_children = dict.fromkeys(same_url_key(child.url) for child in changes.before.children)
                 changes.dropped = [url for url in stored_children if url not in changes.listed]
-        self._inc(ADDED, len(diff.added))
-        self._inc(MODIFIED, len(diff.modified))
-        self._inc(REMOVED, len(diff.removed))
         after = changes.after
         after.page_count = len(current)
         pages = [(url, digest, record) for url, (digest, record, _page) in current.items()]
@@ -307,7 +311,6 @@ class HistoryTracker:
                 for _digest, record in (await self.store.pages(url)).values():
                     rows.append(_removed(record, changes.site, changes.attempt))
                 below += children[url][::-1]
-            self._inc(REMOVED, len(rows))
             result.append(rows)
         return result
 

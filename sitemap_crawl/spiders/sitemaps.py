@@ -687,7 +687,7 @@ class SitemapsSpider(Spider):
             if len(kept) < len(rows):
                 self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, len(rows) - len(kept))
             rows = kept
-        changes.rows_exported(rows)
+        history.exported(changes, rows)
         if self.batch_size:
             for start in range(0, len(rows), self.batch_size):
                 batch = PageBatch(visit.url, visit.path, rows[start : start + self.batch_size], visit.site)
