@@ -273,7 +273,8 @@ class SettingsReader:
     def known_paths_mode(self) -> str:
         """``always`` or ``fallback`` (lower-cased); SettingError otherwise."""
         name = "SITEMAP_CRAWL_KNOWN_PATHS_MODE"
-        mode = str(self._get(name) or SETTINGS[name]).strip().lower()
+        value = self._get(name)
+        mode = str(SETTINGS[name] if value is None else value).strip().lower()  # (empty: no mode, a bad value)
         if mode not in KNOWN_PATHS_MODES:
             raise SettingError(f"{name} must be {' or '.join(KNOWN_PATHS_MODES)}, not {mode!r}")
         return mode

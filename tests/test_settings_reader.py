@@ -67,6 +67,9 @@ def test_an_unknown_known_paths_mode_is_refused_by_check() -> None:
         SettingError, match="SITEMAP_CRAWL_KNOWN_PATHS_MODE must be always or fallback, not 'sometimes'"
     ):
         SettingsReader(Settings({"SITEMAP_CRAWL_KNOWN_PATHS_MODE": "Sometimes"})).check()
+    with pytest.raises(SettingError, match="must be always or fallback, not ''"):  # (-s ..._MODE= ran as always)
+        SettingsReader(Settings({"SITEMAP_CRAWL_KNOWN_PATHS_MODE": ""})).check()
+    assert SettingsReader(Settings({"SITEMAP_CRAWL_KNOWN_PATHS_MODE": " Fallback"})).known_paths_mode == "fallback"
 
 
 @pytest.mark.parametrize("value", ["sitemap.xml,http://[::1", ["sitemap.xml", "ftp://host/a.xml"], "http://h:99999/a"])
