@@ -190,6 +190,8 @@ def test_a_body_that_breaks_off_keeps_the_pages_before_the_break(fixture_site: S
     assert 0 < len(by_sitemap[site.url("/cut.xml")]) < 10
     assert len(by_sitemap[site.url("/cut.txt")]) == 5
     assert result.stats["sitemap_crawl/errors/truncated"] == 3
+    for path in ("/cut.xml", "/cut.txt", "/cut.xml.gz"):  # (the text sitemap had none: it reads without error)
+        assert result.log_has(f"WARNING: Sitemap {site.url(path)}: truncated"), path
 
 
 def test_a_body_that_breaks_off_is_asked_for_again_as_scrapy_retries(

@@ -913,6 +913,8 @@ class SitemapsSpider(Spider):
             return
         if reader.error:
             logger.warning("Sitemap %s: %s (%s)", visit.url, reader.error, reader.detail)
+        elif broken_off:  # (a text sitemap, or a document complete before the cut: the reader saw no error)
+            logger.warning("Sitemap %s: %s (the download broke off)", visit.url, ErrorReason.TRUNCATED)
         error = reader.error or (ErrorReason.TRUNCATED if broken_off else None)
         if changes is not None and changes.dropped:
             pass  # reported at the site's end, with the rows of the sitemaps it dropped that are gone
