@@ -336,7 +336,7 @@ def test_a_binary_robots_txt_is_not_a_robots_txt() -> None:
     assert (result.kind, result.error, result.sub_sitemaps) == ("invalid", "not a sitemap", [])
 
 
-@pytest.mark.parametrize("start", [b"\x00\x01\x00\x00", b"\x01\x00\x00\x00", b"\x00A\x01\x00"])
+@pytest.mark.parametrize("start", [b"\x00\x01\x00\x00", b"\x01\x00\x00\x00", b"\x00\x00\x01\x00"])
 def test_binary_bytes_that_start_with_a_nul_are_not_utf16_text(start: bytes) -> None:
     # (a TrueType font: 00 01 00 00) read as UTF-16 without a BOM, its bytes were text: a
     # robots.txt naming no sitemap
@@ -345,11 +345,13 @@ def test_binary_bytes_that_start_with_a_nul_are_not_utf16_text(start: bytes) -> 
     assert (result.kind, result.error, result.sub_sitemaps) == ("invalid", "not a sitemap", [])
 
 
-def test_utf16_without_a_bom_is_read_from_its_first_characters() -> None:
-    for encoding in ("utf-16-le", "utf-16-be"):
-        body = "Sitemap: https://www.example.org/a.xml\n".encode(encoding)
-        assert sitemaps(body) == ["https://www.example.org/a.xml"], encoding
-        assert sitemaps(body[:4]) == [], encoding
+@pytest.mark.parametrize("first_line", ["", "# caf\u00e9\n", "\u00e9\n", "#\u65e5\u672c\n", "\u00a0\n", "\t\n", "\r\n"])
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_bom_is_read_from_its_first_character(first_line: str, encoding: str) -> None:
+    # (an ASCII-only rule for the first two characters dropped these: a regression, mended)
+    body = (first_line + "Sitemap: https://www.example.org/a.xml\n").encode(encoding)
+    assert sitemaps(body) == ["https://www.example.org/a.xml"]
+    assert sitemaps(body[:4]) == []
 
 
 def test_a_robots_txt_with_a_few_odd_bytes_is_still_text() -> None:

@@ -364,33 +364,47 @@ def test_a_declared_entity_never_cuts_a_value() -> None:
     assert page.images[0].caption == "Photo &c; by us"  # as written, not expanded
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-16-be", "utf-32"])
 @pytest.mark.parametrize(
     "doctype",
     [
-        b'<!DOCTYPE urlset SYSTEM "http://127.0.0.1:9/d.dtd">',
-        b'<!DOCTYPE urlset PUBLIC "-//X//Y" "http://127.0.0.1:9/d">',
+        '<!DOCTYPE urlset SYSTEM "http://127.0.0.1:9/d.dtd">',
+        '<!DOCTYPE urlset PUBLIC "-//X//Y" "http://127.0.0.1:9/d">',
+        "<!--" + "x" * 100_000 + '--><!DOCTYPE urlset SYSTEM "http://127.0.0.1:9/d.dtd">',  # past the first chunk
     ],
+    ids=["system", "public", "late"],
 )
-def test_an_entity_only_an_external_dtd_could_declare_never_cuts_a_url(doctype: bytes) -> None:
+def test_an_entity_only_an_external_dtd_could_declare_never_cuts_a_url(doctype: str, encoding: str) -> None:
     # libxml2 keeps such a reference with no error (the DTD that might declare it is never
     # loaded): the page was /a, the index child /s, URLs the sitemap never named
-    urlset_body = (
-        b'<?xml version="1.0"?>' + doctype + b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-        b"<url><loc>https://www.example.org/a&x;b</loc></url>"
-        b"<url><loc>https://www.example.org/ok</loc></url></urlset>"
+    declaration = f'<?xml version="1.0" encoding="{encoding.upper()}"?>'
+    urlset_text = (
+        declaration + doctype + '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<url><loc>https://www.example.org/a&x;b</loc></url>"
+        "<url><loc>https://www.example.org/ok</loc><lastmod>2024-05-01</lastmod></url></urlset>"
     )
-    result = parse_sitemap(urlset_body, "https://www.example.org/s.xml")
+    result = parse_sitemap(urlset_text.encode(encoding), "https://www.example.org/s.xml")
     assert (result.kind, result.error) == ("xml_urlset", None)
-    assert [page.url for page in result.pages] == ["https://www.example.org/ok"]
-    index_body = (
-        b'<?xml version="1.0"?>'
-        + doctype.replace(b"urlset", b"sitemapindex")
-        + b'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-        b"<sitemap><loc>https://www.example.org/s&x;2.xml</loc></sitemap>"
-        b"<sitemap><loc>https://www.example.org/ok.xml</loc></sitemap></sitemapindex>"
+    assert [(page.url, page.last_modified) for page in result.pages] == [("https://www.example.org/ok", "2024-05-01")]
+    index_text = (
+        declaration
+        + doctype.replace("urlset", "sitemapindex")
+        + '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<sitemap><loc>https://www.example.org/s&x;2.xml</loc></sitemap>"
+        "<sitemap><loc>https://www.example.org/ok.xml</loc></sitemap></sitemapindex>"
     )
-    result = parse_sitemap(index_body, "https://www.example.org/index.xml")
+    result = parse_sitemap(index_text.encode(encoding), "https://www.example.org/index.xml")
     assert result.sub_sitemaps == ["https://www.example.org/ok.xml"]
+
+
+def test_a_root_looked_for_past_a_megabyte_is_said_so() -> None:
+    body = (
+        b'<?xml version="1.0"?><!--' + b"x" * (1 << 20) + b"--><urlset><url><loc>https://e.test/a</loc></url></urlset>"
+    )
+    result = parse_sitemap(body, "https://www.example.org/s.xml")
+    assert (result.kind, result.error) == ("invalid", "parse error")
+    reader = SitemapReader(body, "https://www.example.org/s.xml")
+    assert reader.detail == "no root element in the first 1 MiB"
 
 
 def test_entity_expansion_is_bounded() -> None:

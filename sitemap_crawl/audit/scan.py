@@ -34,10 +34,10 @@ from sitemap_crawl.parsing.stream import (
     peek,
 )
 from sitemap_crawl.parsing.xml import (
-    DOCUMENT_TYPE,
     describe_error,
     error_after_namespace_errors,
     first_error,
+    has_dtd,
     inline_entity_references,
     is_namespace_error,
     local_name,
@@ -219,7 +219,6 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
                     return
                 if is_utf8(facts.encoding):
                     utf8 = codecs.getincrementaldecoder("utf-8")()
-                reader.entity_references = DOCUMENT_TYPE in chunk
             if utf8 is not None:
                 utf8 = _check_utf8(utf8, chunk, offset, facts)
             offset += len(chunk)
@@ -374,8 +373,9 @@ class _EntryReader:
         self.recover = recover
         """Read in recover mode, as far as libxml2 finds namespace errors only (see
         :func:`scan_batches`); the first other error is raised."""
-        self.entity_references = False
-        """The document declares entities: their references are put back in the texts."""
+        self.entity_references: bool | None = None
+        """The document has a DTD (known from its first entry: see ``has_dtd``): references to
+        its entities are put back in the texts as written."""
         self._finder: etree.XMLPullParser | None = _parser(("start",))
         self._held: list[bytes] = []
         self._main: etree.XMLPullParser | etree.XMLParser | None = None
@@ -479,6 +479,8 @@ class _EntryReader:
                 continue  # the root, or deeper than the root's children
             if self.recover and local_name(element.tag) != self._entry_tag:
                 continue
+            if self.entity_references is None:  # (known from the first entry: see has_dtd)
+                self.entity_references = has_dtd(element)
             if self.entity_references:
                 inline_entity_references(element)
             last = element

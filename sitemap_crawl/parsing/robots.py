@@ -38,27 +38,22 @@ def decode_robots(body: bytes) -> str:
 
 
 def robots_encoding(head: bytes) -> str:
-    """The encoding of a robots.txt judged from its first bytes: a UTF-16/32 BOM,
-    UTF-16 without BOM (its first two characters ASCII text, each byte of it next to a NUL),
-    else UTF-8 (binary data that starts with a NUL so stays binary: see :func:`looks_like_binary`)."""
+    """The encoding of a robots.txt judged from its first bytes: a UTF-16/32 BOM, UTF-16
+    without BOM (its first character one of U+0009, U+000A, U+000D or U+0020 to U+00FF: a
+    byte of text next to a NUL), else UTF-8 (binary data that starts with a NUL and a control
+    byte, such as a font's ``00 01 00 00``, so stays binary: see :func:`looks_like_binary`)."""
     for bom, encoding in _BOMS:
         if head.startswith(bom):
             return encoding
-    units = head[: min(len(head), 4) // 2 * 2]
-    if len(units) >= 2:
-        if _ascii_units(units[0::2], units[1::2]):
-            return "utf-16-le"
-        if _ascii_units(units[1::2], units[0::2]):
-            return "utf-16-be"
+    if len(head) >= 2 and (head[0] == 0) != (head[1] == 0):
+        text_byte = head[0] or head[1]
+        if text_byte in _TEXT_BYTES:
+            return "utf-16-le" if head[1] == 0 else "utf-16-be"
     return "utf-8"
 
 
-_ASCII_TEXT = frozenset(b"\t\n\r" + bytes(range(0x20, 0x7F)))
-
-
-def _ascii_units(low: bytes, high: bytes) -> bool:
-    """Whether UTF-16 code units (their low and high bytes) are all ASCII text."""
-    return len(low) == len(high) and all(byte == 0 for byte in high) and all(byte in _ASCII_TEXT for byte in low)
+_TEXT_BYTES = frozenset(b"\t\n\r" + bytes(range(0x20, 0x100)))
+"""The low byte of a first UTF-16 character that is text (not a control character)."""
 
 
 def iter_robots_lines(chunks: Iterable[bytes], max_line_length: int = MAX_LINE_LENGTH) -> Iterator[str | None]:

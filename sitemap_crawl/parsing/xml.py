@@ -113,8 +113,8 @@ def find_root_name(chunks: Iterator[bytes]) -> tuple[str | None, str | None, lis
                 for _event, element in parser.read_events():
                     return local_name(_tag(element)).lower(), None, seen
             size += len(chunk)
-            if size >= _ROOT_SCAN_LIMIT:
-                break
+            if size >= _ROOT_SCAN_LIMIT:  # (a comment or DOCTYPE of megabytes before it)
+                return None, f"no root element in the first {_ROOT_SCAN_LIMIT >> 20} MiB", seen
         else:
             parser.close()
             for _event, element in parser.read_events():
@@ -154,13 +154,11 @@ def iter_entry_batches(
     tail = b""  # the document's last bytes: does it end with its root's end tag?
     width: int | None = None  # bytes a character: 2 in UTF-16, 4 in UTF-32, else UTF-8's count
     strict = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **_parser_options(recover=False))
-    read_entry = dialect.reader(raw)
+    reading = _EntryReading(dialect.reader(raw))
     try:
         for chunk in make_chunks():
             if width is None:
                 width = 4 if chunk.startswith(UTF32_STARTS) else 2 if chunk[:2] in _WIDE_STARTS else 1
-                if DOCUMENT_TYPE in chunk:
-                    read_entry = _keeping_entity_references(read_entry)
             newline = chunk.rfind(b"\n")
             if newline < 0:
                 last_line_length += _char_count(chunk, width)
@@ -175,7 +173,7 @@ def iter_entry_batches(
                 for _event, element in strict.read_events():
                     last = element
                     produced += 1
-                    entry = read_entry(element, sitemap_url)
+                    entry = reading.read(element, sitemap_url)
                     if entry is not None:
                         entries.append(entry)
                 if last is not None:
@@ -190,7 +188,7 @@ def iter_entry_batches(
         # entries completed before the error (in the same feed) are still good
         for _event, element in strict.read_events():
             produced += 1
-            entry = read_entry(element, sitemap_url)
+            entry = reading.read(element, sitemap_url)
             _release(element)
             if entry is not None:
                 yield [entry]
@@ -217,7 +215,7 @@ def iter_entry_batches(
             return  # a prefix not declared (xmlns:image left out...): every entry was read
         raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
     for _event, element in strict.read_events():
-        entry = read_entry(element, sitemap_url)
+        entry = reading.read(element, sitemap_url)
         if entry is not None:
             yield [entry]
 
@@ -264,10 +262,28 @@ def _closes_root(tail: bytes, root: str) -> bool:
     return re.search(end_tag, markup, re.IGNORECASE | re.DOTALL) is not None
 
 
-DOCUMENT_TYPE = b"<!DOCTYPE"
-"""In a document's first chunk: it has a DTD, which may declare entities (never expanded),
-in its internal subset or in an external one (never loaded): lxml then keeps a reference
-to an entity as a node of its own, even to one nothing declares, with no error."""
+def has_dtd(element: Element) -> bool:
+    """Whether the document of ``element`` has a DTD (``<!DOCTYPE ...>``, whatever its encoding
+    or place before the root). Its entities, declared in its internal subset or in an external
+    one (never loaded), are never expanded: lxml keeps a reference to one as a node of its own,
+    even to one nothing declares, with no error, and an element's ``.text`` stops before it."""
+    return element.getroottree().docinfo.internalDTD is not None
+
+
+class _EntryReading:
+    """The entry reader of one document: on the first entry read it looks whether the
+    document has a DTD (:func:`has_dtd`), and if so reads every entry with
+    :func:`_keeping_entity_references`."""
+
+    __slots__ = ("_plain", "read")
+
+    def __init__(self, read_entry: Callable[[Element, str], Any]) -> None:
+        self._plain = read_entry
+        self.read: Callable[[Element, str], Any] = self._first
+
+    def _first(self, element: Element, sitemap_url: str) -> Any:
+        self.read = _keeping_entity_references(self._plain) if has_dtd(element) else self._plain
+        return self.read(element, sitemap_url)
 
 
 def inline_entity_references(element: Element) -> None:
@@ -290,7 +306,7 @@ _URL_FIELDS = frozenset({"loc", "link", "guid"})
 
 
 def _keeping_entity_references(read_entry: Callable[[Element, str], Any]) -> Callable[[Element, str], Any]:
-    """``read_entry`` for a document with a DTD (see :data:`DOCUMENT_TYPE`, :func:`inline_entity_references`);
+    """``read_entry`` for a document with a DTD (see :func:`has_dtd`, :func:`inline_entity_references`);
     an entry whose URL holds a reference is skipped: what it names is not known."""
 
     def read(element: Element, sitemap_url: str) -> Any:
@@ -369,17 +385,12 @@ def _recover(
     the input ran out (the document ends inside it) is not given: its values may be cut.
     """
     parser = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **_parser_options(recover=True))
-    read_entry = dialect.reader(raw)
+    reading = _EntryReading(dialect.reader(raw))
     seen = 0
     stream_error: StreamError | None = None
     ends_cleanly = True
-    first = True
     try:
         for chunk in _repair_markup(make_chunks()):
-            if first:
-                first = False
-                if DOCUMENT_TYPE in chunk:
-                    read_entry = _keeping_entity_references(read_entry)
             stripped = chunk.rstrip(_TAIL_SPACE)
             if stripped:
                 ends_cleanly = stripped.endswith(b">")
@@ -387,7 +398,7 @@ def _recover(
             for _event, element in parser.read_events():
                 seen += 1
                 if seen > skip:
-                    entry = read_entry(element, sitemap_url)
+                    entry = reading.read(element, sitemap_url)
                     if entry is not None:
                         yield entry
                 _release(element)
@@ -401,14 +412,14 @@ def _recover(
             if held is not None:
                 seen += 1
                 if seen > skip:
-                    entry = read_entry(held, sitemap_url)
+                    entry = reading.read(held, sitemap_url)
                     if entry is not None:
                         yield entry
             held = element
         if held is not None and ends_cleanly:
             seen += 1
             if seen > skip:
-                entry = read_entry(held, sitemap_url)
+                entry = reading.read(held, sitemap_url)
                 if entry is not None:
                     yield entry
     return Recovered(stream_error, first_error(parser.feed_error_log, namespace=False) is None and ends_cleanly)
