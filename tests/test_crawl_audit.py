@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import lxml.html
+import pytest
 
 from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.crawl_audit import CrawlAudit, ResponseFacts
@@ -85,6 +86,41 @@ def test_an_appending_audit_keeps_the_file_and_ends_a_line_cut_short(tmp_path: P
     written = path.read_text("utf-8").splitlines()
     assert written[:2] == ['{"website": "https://old.example/"}', '{"website": "https://cu']
     assert [json.loads(line)["rule"] for line in written[2:]] == ["url-fragment"]
+
+
+@pytest.mark.parametrize("redirect_first", [True, False])
+def test_index_lastmod_older_is_judged_under_each_url_a_child_is_reached_at(
+    tmp_path: Path, redirect_first: bool
+) -> None:
+    # idx3 lists old.xml, which redirects to child.xml, which idx1 lists: the body is audited
+    # once, and the index whose URL was not the one audited was not judged
+    path = tmp_path / "findings.jsonl"
+    audit = CrawlAudit(str(path), None, "*")
+    site, base = "https://example.com/", "https://example.com/"
+    child, old = base + "child.xml", base + "old.xml"
+    for index, listed, said in (("idx1.xml", child, "2020-03-01"), ("idx3.xml", old, "2020-01-02")):
+        body = sitemapindex({"loc": listed, "lastmod": said}).encode()
+        audit.audit(ResponseFacts(site, base + index, "child", 200, base + index, "application/xml"), body)
+    pages = urlset({"loc": base + "p", "lastmod": "2024-01-01"}).encode()
+    responses = [(old, child), (child, child)]
+    for url, final in responses if redirect_first else responses[::-1]:
+        audit.audit(ResponseFacts(site, url, "child", 200, final, "application/xml"), pages)
+    audit.finish()
+    found = sorted(
+        (row["sitemap_url"], row["url"]) for row in read_findings(path) if row["rule"] == "index-lastmod-older"
+    )
+    assert found == [(base + "idx1.xml", child), (base + "idx3.xml", old)]
+
+
+def test_index_lastmod_older_takes_the_first_entry_of_a_child_even_undated(tmp_path: Path) -> None:
+    path = tmp_path / "findings.jsonl"
+    audit = CrawlAudit(str(path), None, "*")
+    base = "https://example.com/"
+    index = sitemapindex(base + "child.xml", {"loc": base + "child.xml", "lastmod": "2020-01-01"}).encode()
+    audit.audit(ResponseFacts(base, base + "idx.xml", "child", 200, base + "idx.xml", "application/xml"), index)
+    pages = urlset({"loc": base + "p", "lastmod": "2024-01-01"}).encode()
+    found = audit.audit(ResponseFacts(base, base + "child.xml", "child", 200, base + "child.xml", "text/xml"), pages)
+    assert "index-lastmod-older" not in found  # (as the crawl fetches it: by the first entry)
 
 
 def test_findings_file_stats_and_log(fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path) -> None:

@@ -172,11 +172,10 @@ class SiteAudit:
                 child = _child_url(sitemap_url, loc)
                 if child is not None:
                     self.parents.setdefault(child, sitemap_url)
+                    yield from self._index_lastmod(sitemap_url, child, entry.lastmod)
                 if entry.lastmod is not None:
                     for rule, detail in check_lastmod(entry.lastmod, self.now):
                         yield self.finding(rule, sitemap_url, loc, detail)
-                    if child is not None:
-                        yield from self._index_lastmod(sitemap_url, child, entry.lastmod)
         newest, latest = lastmods.newest, lastmods.latest
         if facts.root is None and facts.error is None:
             yield from self._text_sitemap(body, sitemap_url, place, cross_hosts)
@@ -184,7 +183,8 @@ class SiteAudit:
         self.kinds[sitemap_url] = facts.root or ""
         self.sitemap_pages[sitemap_url] = facts.entry_count
         if newest is not None and latest is not None:
-            yield from self._newest_lastmod(place.names[-1], newest, latest[1])  # under the URL its index lists
+            for name in place.names:  # (its URL, and the one asked for when that redirected: an index lists either)
+                yield from self._newest_lastmod(name, newest, latest[1])
         yield from self._document(facts, sitemap_url, news, located)
         parent_url = parent_url or next(filter(None, map(self.parents.get, place.names)), None)
         if parent_url is not None and facts.root == INDEX and self.kinds.get(parent_url) == INDEX:
@@ -418,19 +418,31 @@ class SiteAudit:
         self._unanswered = {}
         self._repeated_waits = set()
 
-    def _index_lastmod(self, index_url: str, child_url: str, text: str) -> Iterator[Finding]:
-        """An index's lastmod for a child, judged against the child's pages now (the child was
-        read) or once the child is read; each index that lists the child is judged."""
-        value = parse_w3c(text)
+    def _index_lastmod(self, index_url: str, child_url: str, text: str | None) -> Iterator[Finding]:
+        """An index's lastmod for a child (``text``: None when its entry has none), judged against
+        the child's pages now (the child was read) or once the child is read; each index that
+        lists the child is judged, by its first entry for the child."""
         claim = (index_url, child_url)
-        if value is None or claim in self._lastmod_claims or len(self._lastmod_claims) >= LASTMOD_LIMIT:
+        if claim in self._lastmod_claims or len(self._lastmod_claims) >= LASTMOD_LIMIT:
             return
         self._lastmod_claims.add(claim)
+        if text is None:
+            return
+        value = parse_w3c(text)
+        if value is None:
+            return
         inside = self._newest_inside.get(child_url)
         if inside is not None:
             yield from self._compare_lastmods(index_url, child_url, text, value, *inside)
         else:
             self._index_lastmods.setdefault(child_url, []).append((index_url, text, value))
+
+    def reached_again(self, url: str, audited_url: str) -> Iterator[Finding]:
+        """A sitemap audited at ``audited_url`` is reached at ``url`` too (a redirect to it, or
+        from it, read once): what the indexes say of ``url`` is judged against its pages."""
+        inside = self._newest_inside.get(audited_url)
+        if url != audited_url and inside is not None:
+            yield from self._newest_lastmod(url, *inside)
 
     def _newest_lastmod(self, sitemap_url: str, newest: tuple[str, datetime], latest: str) -> Iterator[Finding]:
         for index_url, said, value in self._index_lastmods.pop(sitemap_url, ()):

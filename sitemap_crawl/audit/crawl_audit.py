@@ -107,8 +107,11 @@ class CrawlAudit:
             yield from audit.audit_robots(robots_body(body), url, self.user_agent)
             return
         yield from audit.audit_fetch(url, final_url, status, content_type, known_path=role == KNOWN)
-        if left_out or final_url in audit.bodies_audited:
-            return  # not read (a redirect not followed), or a sitemap already audited, reached again by a redirect
+        if left_out:
+            return  # not read (a redirect not followed)
+        if final_url in audit.bodies_audited:  # a sitemap already audited, reached again by a redirect
+            yield from audit.reached_again(url, final_url)
+            return
         audit.bodies_audited.add(final_url)
         head = body_head(body, 16)  # all it reads is whether the body starts as gzip
         yield from audit.audit_served(head, final_url, content_type, encoding)
