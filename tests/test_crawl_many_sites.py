@@ -5,6 +5,7 @@ resolved to 127.0.0.1 by tests.support.dns; every site once, a tree line per sit
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,11 @@ def test_a_file_of_homepages_maps_every_site_once(
     assert f"Sites: {len(expected) + 1} mapped" in result.log
     assert "1 unreachable" in result.log
     assert " in flight, " in result.log and "taken from " in result.log  # the progress line
+    # the last one, at the end: the sitemaps read are the tree's nodes (robots.txt included), as
+    # many with 2 processes as with 1 (one process counted its failed probes, the other not)
+    last = re.findall(r"Sites: (\d+) done, (\d+) in flight, \d+ taken from .*; sitemaps read: (\d+);", result.log)[-1]
+    nodes = sum(len(_walk(tree)) - 1 for tree in trees)
+    assert tuple(map(int, last)) == (len(expected) + 1, 0, nodes)
     # sitemap requests: robots.txt, what it declares, the known path sitemap.xml (mode always)
     requests = (
         (1 + 1 + 12 + 1)  # s00: robots.txt, the index, its 12 children, sitemap.xml
@@ -219,6 +225,25 @@ def test_no_site_is_started_once_a_ctrl_c_stops_the_run(
     assert [(tree["url"], tree["error"]) for tree in trees] == [(f"http://slow.test:{site.port}/", None)]
     assert [request.header("Host") for request in site.requests] == [f"slow.test:{site.port}"] * 2
     assert result.urls() == [f"http://slow.test:{site.port}/page"]
+
+
+def test_a_site_the_run_stopped_is_counted_interrupted_not_with_errors(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    routes: dict[str, RouteLike] = {}
+    for name in ("fast.test", "slow.test"):
+        routes[f"//{name}/robots.txt"] = robots(f"{host(name)}/map.xml")
+        routes[f"//{name}/map.xml"] = Route(urlset(f"{host(name)}/page"), delay=3 if name == "slow.test" else 0)
+        routes[f"//{name}/sitemap.xml"] = urlset(f"{host(name)}/other")
+    site = fixture_site(routes)
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text(f"http://fast.test:{site.port}/\nhttp://slow.test:{site.port}/\n", encoding="utf-8")
+    settings = {**SETTINGS, "SITEMAP_CRAWL_PROCESSES": 1, "CLOSESPIDER_TIMEOUT": 1.5}
+    result = crawl({"homepages_file": str(homepages)}, settings=settings).assert_ok()
+    # (slow.test's urlset came in during the stop; its well-known path was never asked)
+    assert "Sites: 2 mapped (1 with sitemaps, 1 interrupted)." in result.log
+    assert result.stats["sitemap_crawl/sites/interrupted"] == 1
+    assert result.stats["sitemap_crawl/sites/with_errors"] == 0
 
 
 def test_sites_with_nothing_to_fetch_finish_one_after_another(crawl: CrawlRunner, tmp_path: Path) -> None:

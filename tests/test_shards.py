@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -298,3 +299,8 @@ def test_the_sites_a_helper_ended_from_outside_had_not_started_are_mapped_by_the
     mapped_here = [f"http://{name}:{site.port}/" for name in helper_hosts[2:]]
     assert {row["website"] for row in result.pages} >= set(mapped_here)
     assert all(sum(row["website"] == website for row in result.pages) == 3 for website in mapped_here)
+    # the last progress line: the helper's sites in flight no longer counted so (they end
+    # interrupted), the ones this process took over counted taken (it said more done than taken)
+    last = re.findall(r"Sites: (\d+) done, (\d+) in flight, (\d+) taken", result.log)[-1]
+    done, in_flight, taken = map(int, last)
+    assert (in_flight, taken) == (0, len(hosts + helper_hosts)) and done <= taken

@@ -163,7 +163,7 @@ class SitemapTreeExtension:
         self.kinds.update(counts["by_kind"])
         self.errors.update(counts["by_error"])
         self.sites_finished += 1
-        self.outcomes[_outcome(counts, unreachable)] += 1
+        self.outcomes[INTERRUPTED if stopped else _outcome(counts, unreachable)] += 1
         if self.tree_file is not None:
             data = tree.to_dict()
             if attempt is not None:
@@ -229,7 +229,10 @@ def _reactor() -> Any:
     return reactor
 
 
-OUTCOMES = ("with sitemaps", "without sitemaps", "unreachable", "with errors")
+INTERRUPTED = "interrupted"
+"""The outcome of a site the run stopped before it was finished (Ctrl-C, a ``CLOSESPIDER_*``
+limit, its crawl process gone): not mapped, not a site "with errors"."""
+OUTCOMES = ("with sitemaps", "without sitemaps", "unreachable", "with errors", INTERRUPTED)
 """How a site's mapping ended, as the many-site summary and the stats count them."""
 
 

@@ -20,6 +20,7 @@ from scrapy.crawler import Crawler
 from scrapy.statscollectors import StatsCollector
 
 from sitemap_crawl.codec import page_from_tuple
+from sitemap_crawl.engine_state import is_closing
 from sitemap_crawl.items import PageBatch
 from sitemap_crawl.parsing.worker_protocol import HEADER_SIZE, decode_frame, decode_length
 from sitemap_crawl.processes import child_command, child_process_env
@@ -59,6 +60,8 @@ class HelperProcesses:
         self._stopping = False
         """The main process is stopping the helpers (SIGTERM): one that ends so did not die."""
         self._progress: dict[Shard, tuple[int, int]] = {}
+        self._ended: set[Shard] = set()
+        """The helpers that ended (their messages all read)."""
         self._started_since: dict[Shard, set[str]] = {}
         """Each helper's sites named in its messages since the last site it finished (those
         it started after it told how many it had taken)."""
@@ -70,8 +73,17 @@ class HelperProcesses:
 
     def progress(self) -> tuple[int, int]:
         """Sites in flight and sites taken from the list, summed over the helpers (as of
-        the last site each one finished)."""
-        return sum(p[0] for p in self._progress.values()), sum(p[1] for p in self._progress.values())
+        the last site each one finished; a helper that ended has none in flight: those it had,
+        started since the last one it finished, end interrupted in the tree)."""
+        in_flight = taken = 0
+        for shard, (its_in_flight, its_taken) in self._progress.items():
+            if shard in self._ended:
+                taken += its_taken + len(self._started_since.get(shard, ()))
+            else:
+                in_flight, taken = in_flight + its_in_flight, taken + its_taken
+        for shard in self._ended - self._progress.keys():  # (ended before it finished a site)
+            taken += len(self._started_since.get(shard, ()))
+        return in_flight, taken
 
     async def start(self) -> None:
         """Start a helper for every share but the first (the main process maps that one)."""
@@ -119,6 +131,7 @@ class HelperProcesses:
             shard, message = await self._queue.get()
             if isinstance(message, int):
                 self._running -= 1
+                self._ended.add(shard)
                 if message in (STOPPED_EXIT_CODE, -signal.SIGTERM) and self._stopping:
                     logger.info("Crawl process %s stopped with the run", shard)
                 elif message != 0:
@@ -171,7 +184,7 @@ class HelperProcesses:
         """Whether this process's engine is stopping (Ctrl-C) or closing the spider (a
         ``CLOSESPIDER_*`` limit: Scrapy says so only once the downloads in flight are done)."""
         engine = self.crawler.engine
-        if engine is None or not engine.running:
+        if engine is None or not engine.running or is_closing(self.crawler):
             return True
         slot = engine.scraper.slot
         return slot is None or slot.closing is not None

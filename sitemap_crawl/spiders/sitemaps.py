@@ -47,7 +47,7 @@ from sitemap_crawl.gctuning import GcTuning
 from sitemap_crawl.history.store import HistoryError, HistoryStore
 from sitemap_crawl.history.tracker import CHANGED, NOT_MODIFIED, UNCHANGED, HistoryTracker, SitemapChanges
 from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage, SitemapRef
-from sitemap_crawl.kinds import ErrorReason, http_error
+from sitemap_crawl.kinds import ErrorReason, NodeKind, http_error
 from sitemap_crawl.loader.scrapy_fetcher import use_loader_scheduler
 from sitemap_crawl.memory import trim
 from sitemap_crawl.names import (
@@ -333,6 +333,8 @@ class SitemapsSpider(Spider):
         self.requests_sent = 0
         self._body_bytes_since_trim = 0
         self._progress: asyncio.TimerHandle | None = None
+        self._taken_over = 0
+        """Sites of a helper crawl process that ended early, mapped by this one (taken again)."""
         self._progress_interval = self.crawler.settings.getfloat("LOGSTATS_INTERVAL")
         self._progress_last = (time.monotonic(), 0)
 
@@ -458,8 +460,6 @@ class SitemapsSpider(Spider):
             return list(batch.pages) if message[3] is None else [batch]
         if tag == NODE:
             _, website_url, node = message
-            if node.finished:
-                self.sitemaps_done += 1
             self._report_node(website_url, node)
         elif tag == SITE:
             _, website_url, unreachable = message[:3]
@@ -486,6 +486,7 @@ class SitemapsSpider(Spider):
         if not left:
             return
         logger.warning("This process maps the %d sites crawl process %s had not started", len(left), shard)
+        self._taken_over += len(left)
         self._homepage_iterator = itertools.chain(self._homepage_iterator, left)
         self._open_sites()
 
@@ -493,8 +494,8 @@ class SitemapsSpider(Spider):
         if self._progress_interval > 0:
             self._progress = asyncio.get_running_loop().call_later(self._progress_interval, self._log_progress)
 
-    def _log_progress(self) -> None:
-        """Every LOGSTATS_INTERVAL of a many-site run: how far it is."""
+    def _log_progress(self, last: bool = False) -> None:
+        """Every LOGSTATS_INTERVAL of a many-site run, and at its end: how far it is."""
         now = time.monotonic()
         since, pages_then = self._progress_last
         self._progress_last = (now, self.pages_read)
@@ -505,13 +506,14 @@ class SitemapsSpider(Spider):
             "Sites: %d done, %d in flight, %d taken from %s; sitemaps read: %d; pages: %d (%d pages/min)",
             self.sites_done,
             len(self.sites) + helpers_in_flight,
-            (homepages.taken if homepages is not None else 0) + helpers_taken,
+            (homepages.taken if homepages is not None else 0) + helpers_taken + self._taken_over,
             homepages.source if homepages is not None else "the arguments",
             self.sitemaps_done,
             self.pages_read,
             rate,
         )
-        self._schedule_progress()
+        if not last:
+            self._schedule_progress()
 
     async def _close_readers(self) -> None:
         self.crawler.stats.inc_value(REQUESTS_STAT, getattr(self, "requests_sent", 0))
@@ -522,6 +524,7 @@ class SitemapsSpider(Spider):
         progress = getattr(self, "_progress", None)
         if progress is not None:
             progress.cancel()
+            self._log_progress(last=True)  # (the numbers the run ends with)
         valve = getattr(self, "valve", None)
         if valve is not None:
             valve.close()
@@ -586,7 +589,10 @@ class SitemapsSpider(Spider):
         self.crawler.engine.crawl(request)
 
     def _report_node(self, website_url: str, node: NodeReport) -> None:
-        """Tell the tree about a node (the sitemap_node signal)."""
+        """Tell the tree about a node (the sitemap_node signal); count the sitemaps read (the
+        tree's nodes done, robots.txt included: a probe the tree leaves out is not one)."""
+        if node.finished and node.kind != NodeKind.WEBSITE:
+            self.sitemaps_done += 1
         self.crawler.signals.send_catch_log(sitemap_node, node=node, site=website_url)
 
     def _sitemap_done(self, visit: Visit) -> None:
@@ -594,7 +600,6 @@ class SitemapsSpider(Spider):
         if self._body_bytes_since_trim >= TRIM_AFTER_BYTES:
             self._body_bytes_since_trim = 0
             trim()
-        self.sitemaps_done += 1
         if self.history is not None:
             # what was read for its request, if still held (the sitemap failed, was left out
             # after a redirect, or answered 304 unasked): every ending passes here
