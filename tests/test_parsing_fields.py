@@ -237,6 +237,22 @@ def test_resolve_url_keeps_the_base_scheme_for_protocol_relative_values() -> Non
     assert resolve_url("//cdn.example.net/x", "http://www.example.org/s.xml") == "http://cdn.example.net/x"
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("x;", "https://www.example.org/dir/x;"),
+        ("x;?q=1", "https://www.example.org/dir/x;?q=1"),
+        ("/p;#top", "https://www.example.org/p;#top"),
+        (";", "https://www.example.org/dir/;"),
+        ("../a;b/c;", "https://www.example.org/a;b/c;"),
+        ("x;y", "https://www.example.org/dir/x;y"),
+    ],
+)
+def test_a_relative_url_keeps_a_semicolon_that_ends_its_path(raw: str, expected: str) -> None:
+    # urljoin drops an empty ;params ("x;" gave .../x): RFC 3986 keeps it, as part of the path
+    assert resolve_url(raw, "https://www.example.org/dir/sitemap.xml") == expected
+
+
 # -- extension values --------------------------------------------------------------------
 
 

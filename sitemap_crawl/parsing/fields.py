@@ -244,7 +244,11 @@ def _resolve_relative(value: str, base_url: str) -> str | None:
     if _has_unprintable(value):
         value = _quote_unprintable(value)
     try:
-        resolved = urljoin(base_url, value)
+        if ";" in value:  # (urljoin drops an empty ;params: "x;" -> "x"; a noncharacter it leaves
+            # alone, and the value has none: _quote_unprintable escaped it)
+            resolved = urljoin(base_url, value.replace(";", "\ufffe")).replace("\ufffe", ";")
+        else:
+            resolved = urljoin(base_url, value)
     except ValueError:  # an unbalanced [ or ] in the host
         return None
     if (resolved.startswith("http://") or resolved.startswith("https://")) and usable_url(resolved):
