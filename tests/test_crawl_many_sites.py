@@ -113,9 +113,9 @@ def test_a_file_of_homepages_maps_every_site_once(
     assert " in flight, " in result.log and "taken from " in result.log  # the progress line
     # the last one, at the end: the sitemaps read are the tree's nodes (robots.txt included), as
     # many with 2 processes as with 1 (one process counted its failed probes, the other not)
-    last = re.findall(r"Sites: (\d+) done, (\d+) in flight, \d+ taken from .*; sitemaps read: (\d+);", result.log)[-1]
+    last = re.findall(r"Sites: (\d+) done, (\d+) in flight, (\d+) taken from .*; sitemaps read: (\d+);", result.log)
     nodes = sum(len(_walk(tree)) - 1 for tree in trees)
-    assert tuple(map(int, last)) == (len(expected) + 1, 0, nodes)
+    assert tuple(map(int, last[-1])) == (len(expected) + 1, 0, len(expected) + 1, nodes)
     # sitemap requests: robots.txt, what it declares, the known path sitemap.xml (mode always)
     requests = (
         (1 + 1 + 12 + 1)  # s00: robots.txt, the index, its 12 children, sitemap.xml

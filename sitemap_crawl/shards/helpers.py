@@ -62,6 +62,10 @@ class HelperProcesses:
         self._progress: dict[Shard, tuple[int, int]] = {}
         self._ended: set[Shard] = set()
         """The helpers that ended (their messages all read)."""
+        self._opened: dict[Shard, int] = {}
+        """Sites each helper started (its website node reported), for the progress line."""
+        self._finished: dict[Shard, int] = {}
+        """Sites each helper finished (SITE messages), for the progress line."""
         self._started_since: dict[Shard, set[str]] = {}
         """Each helper's sites named in its messages since the last site it finished (those
         it started after it told how many it had taken)."""
@@ -72,17 +76,13 @@ class HelperProcesses:
         return self._running
 
     def progress(self) -> tuple[int, int]:
-        """Sites in flight and sites taken from the list, summed over the helpers (as of
-        the last site each one finished; a helper that ended has none in flight: those it had,
-        started since the last one it finished, end interrupted in the tree)."""
-        in_flight = taken = 0
-        for shard, (its_in_flight, its_taken) in self._progress.items():
-            if shard in self._ended:
-                taken += its_taken + len(self._started_since.get(shard, ()))
-            else:
-                in_flight, taken = in_flight + its_in_flight, taken + its_taken
-        for shard in self._ended - self._progress.keys():  # (ended before it finished a site)
-            taken += len(self._started_since.get(shard, ()))
+        """Sites in flight and sites taken from the list, summed over the helpers: the sites
+        each one started (its website node reported) and finished, as its messages say so far
+        (a helper that ended has none in flight: those it had end interrupted in the tree)."""
+        taken = sum(self._opened.values())
+        in_flight = sum(
+            opened - self._finished.get(shard, 0) for shard, opened in self._opened.items() if shard not in self._ended
+        )
         return in_flight, taken
 
     async def start(self) -> None:
@@ -149,8 +149,11 @@ class HelperProcesses:
             if message[0] == SITE:
                 self._progress[shard] = (message[3], message[4])
                 self._started_since[shard] = set()
+                self._finished[shard] = self._finished.get(shard, 0) + 1
             elif message[0] in (NODE, PAGES):
                 self._started_since.setdefault(shard, set()).add(message[1])
+                if message[0] == NODE and message[2].path == () and message[2].error is None:  # a site started
+                    self._opened[shard] = self._opened.get(shard, 0) + 1
             if message[0] == STATS:
                 self.add_stats(message[1])
                 continue
