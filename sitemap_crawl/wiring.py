@@ -60,12 +60,16 @@ def add_sitemap_request_middlewares(settings: BaseSettings, priority: int | str)
 
 
 def _raise_priority(settings: BaseSettings, name: str, priority: int | str) -> None:
-    """Keep a dict setting we extended from being replaced by a lower-priority copy.
+    """Keep a dict setting we extended from being replaced by the copy it was made from.
 
-    (Scrapy merges the runner's settings into a crawler's at their own
-    priority, which would otherwise drop what a spider's update_settings added.)
+    (``scrapy crawl`` merges the runner's settings into a crawler's at their own
+    priority after the spider's update_settings: at the same priority they replace what
+    it added. A project or command line that set the dict (``-s EXTENSIONS=...``, priority
+    40) would so drop the tree extension: ours, which holds theirs, goes one above.)
     """
     wanted = priority if isinstance(priority, int) else SETTINGS_PRIORITIES[priority]
     current = settings.getpriority(name) or 0
     if current < wanted:
         settings.set(name, settings.getdict(name), wanted)
+    elif settings.get(name):  # set by the project or the command line: theirs, and ours added
+        settings.set(name, settings.getdict(name), current + 1)

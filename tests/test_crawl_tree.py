@@ -217,6 +217,24 @@ def test_tree_file_is_written_when_a_second_ctrl_c_forces_the_shutdown(
     assert robots_node["sub_sitemaps"][0] == node(site.url("/fast.xml"), "xml_urlset", pages=2)
 
 
+def test_dict_settings_given_on_the_command_line_keep_the_crawls_components(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # scrapy crawl merges the command line's settings into the crawler's again, after the
+    # spider added its components: -s EXTENSIONS=... dropped the tree extension (no tree file)
+    site = fixture_site({"/robots.txt": robots("{base}/s.xml"), "/s.xml": urlset("{base}/a", "{base}/b")})
+    settings = {
+        **FAST,
+        "EXTENSIONS": {"scrapy.extensions.telnet.TelnetConsole": None},
+        "DOWNLOADER_MIDDLEWARES": {"scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": 400},
+        "FEED_EXPORTERS": {"xml": "scrapy.exporters.XmlItemExporter"},
+    }
+    result = crawl({"homepage": site.base}, settings=settings).assert_ok()
+    assert result.tree is not None and result.kinds()[site.url("/s.xml")] == "xml_urlset"
+    assert result.urls() == [site.url("/a"), site.url("/b")]
+    assert "UnreachableHostMiddleware" in result.log  # (in the enabled downloader middlewares)
+
+
 SCRAPY_SCHEDULER = "scrapy.core.scheduler.Scheduler"
 
 
