@@ -378,6 +378,18 @@ def test_index_lastmod_older_is_judged_for_each_index_that_lists_the_child(order
     ]
 
 
+@pytest.mark.parametrize("count", [3, 2000])
+def test_the_entries_before_a_byte_that_is_not_utf8_are_checked(count: int) -> None:
+    # the entries of the piece fed with the byte (up to 32 KiB of them) were lost with the
+    # parse error, and in a small sitemap the root too (no entry checked at all)
+    entries = "".join(url(f"https://example.com/dir/p{n}#part", "<lastmod>2024-05-01</lastmod>") for n in range(count))
+    body = urlset(entries).replace(b"</urlset>", b"<!-- caf\xe9 --></urlset>")
+    audit = SiteAudit(None, now=NOW)
+    found = [f.rule for f in audit.audit_sitemap(body, SITEMAP)]
+    assert (found.count("url-fragment"), found.count("not-utf8")) == (count, 1)
+    assert sum(audit.months.values()) == count  # (the report's lastmod histogram)
+
+
 @pytest.mark.parametrize(
     ("priority", "broken"),
     [

@@ -233,8 +233,12 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
         if batch:
             yield batch
     except _NotWellFormed as exc:
+        if reader.read_before_error:
+            yield reader.read_before_error
         facts.error = f"not well-formed XML: {exc}"
     except etree.XMLSyntaxError as exc:
+        if reader.read_before_error:  # (counted: a read again in recover mode skips them)
+            yield reader.read_before_error
         if not reader.recover and reader.stopped_on_namespaces():
             raise _NamespaceErrors(str(exc)) from exc  # read again in recover mode
         message = str(exc)
@@ -381,6 +385,9 @@ class _EntryReader:
         self._main: etree.XMLPullParser | etree.XMLParser | None = None
         """The pull parser of the entries, or a :func:`_checker` when the root has none."""
         self._entry_tag: str | None = None
+        self.read_before_error: list[RawEntry] = []
+        """The entries read, in the feed that raised a parse error, before that error: still
+        checked (they were lost with the feed's other entries, up to 32 KiB of them)."""
 
     def feed(self, chunk: bytes) -> list[list[RawEntry]]:
         """The entries the chunk completes (in one list, or several when held chunks are fed)."""
@@ -390,7 +397,14 @@ class _EntryReader:
                 return []
             self._start_main()
             held, self._held = self._held, []
-            return [self._feed_main(data) for data in held]
+            batches: list[list[RawEntry]] = []
+            try:
+                for data in held:
+                    batches.append(self._feed_main(data))
+            except (etree.XMLSyntaxError, _NotWellFormed):
+                self.read_before_error[:0] = [entry for batch in batches for entry in batch]
+                raise
+            return batches
         return [self._feed_main(chunk)]
 
     def close(self) -> list[RawEntry]:
@@ -402,7 +416,12 @@ class _EntryReader:
             for data in held:
                 entries += self._feed_main(data)
         assert self._main is not None
-        self._main.close()
+        try:
+            self._main.close()
+        except etree.XMLSyntaxError:
+            if isinstance(self._main, etree.XMLPullParser):
+                self.read_before_error = entries + self._read()
+            raise
         if isinstance(self._main, etree.XMLPullParser):
             return entries + self._read()
         error = first_error(self._main.feed_error_log, namespace=True)  # a checker reads on past them
@@ -417,16 +436,23 @@ class _EntryReader:
         try:
             for start in range(0, len(chunk), _ROOT_STEP):
                 finder.feed(chunk[start : start + _ROOT_STEP])
-                for _event, element in finder.read_events():
-                    if isinstance(element, etree._Element):
-                        tag = element.tag  # "{namespace}name", or "name" or "prefix:name" in none
-                        self.facts.root = local_name(tag)
-                        self.facts.namespace = tag[1 : tag.index("}")] if tag.startswith("{") else None
-                        self._finder = None
-                        return True
+                if self._root_read(finder):
+                    return True
         except etree.XMLSyntaxError:
-            self._finder = None  # broken before the root: the main parser reports it
+            self._root_read(finder)  # (its start tag may have come before the error, in the same feed)
+            self._finder = None  # broken before the root, or soon after it: the main parser reports it
             return True
+        return False
+
+    def _root_read(self, finder: etree.XMLPullParser) -> bool:
+        """Whether the finder read the root's start tag (``facts.root`` and ``namespace`` set)."""
+        for _event, element in finder.read_events():
+            if isinstance(element, etree._Element):
+                tag = element.tag  # "{namespace}name", or "name" or "prefix:name" in none
+                self.facts.root = local_name(tag)
+                self.facts.namespace = tag[1 : tag.index("}")] if tag.startswith("{") else None
+                self._finder = None
+                return True
         return False
 
     def _start_main(self) -> None:
@@ -445,10 +471,14 @@ class _EntryReader:
             self._raise_past_namespaces()
             return []
         entries: list[RawEntry] = []
-        for start in range(0, len(data), _FEED_SIZE):
-            self._main.feed(data[start : start + _FEED_SIZE])
-            entries += self._read()
-            self._raise_past_namespaces()
+        try:
+            for start in range(0, len(data), _FEED_SIZE):
+                self._main.feed(data[start : start + _FEED_SIZE])
+                entries += self._read()
+                self._raise_past_namespaces()
+        except (etree.XMLSyntaxError, _NotWellFormed):
+            self.read_before_error = entries + self._read()  # (the entries libxml2 completed before it)
+            raise
         return entries
 
     def stopped_on_namespaces(self) -> bool:
