@@ -242,6 +242,7 @@ def test_a_site_the_run_stopped_is_counted_interrupted_not_with_errors(
     result = crawl({"homepages_file": str(homepages)}, settings=settings).assert_ok()
     # (slow.test's urlset came in during the stop; its well-known path was never asked)
     assert "Sites: 2 mapped (1 with sitemaps, 1 interrupted)." in result.log
+    assert "Sites: 1 done, 0 in flight, 1 interrupted, 2 taken from " in result.log  # (the last progress line)
     assert result.stats["sitemap_crawl/sites/interrupted"] == 1
     assert result.stats["sitemap_crawl/sites/with_errors"] == 0
 

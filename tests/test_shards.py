@@ -301,6 +301,7 @@ def test_the_sites_a_helper_ended_from_outside_had_not_started_are_mapped_by_the
     assert all(sum(row["website"] == website for row in result.pages) == 3 for website in mapped_here)
     # the last progress line: the helper's sites in flight no longer counted so (they end
     # interrupted), the ones this process took over counted taken (it said more done than taken)
-    last = re.findall(r"Sites: (\d+) done, (\d+) in flight, (\d+) taken", result.log)[-1]
-    done, in_flight, taken = map(int, last)
-    assert (in_flight, taken) == (0, len(hosts + helper_hosts)) and done <= taken
+    last = re.findall(r"Sites: (\d+) done, (\d+) in flight, (?:(\d+) interrupted, )?(\d+) taken", result.log)[-1]
+    done, in_flight, interrupted, taken = (int(figure or 0) for figure in last)
+    assert (in_flight, taken) == (0, len(hosts + helper_hosts)) and done + interrupted == taken
+    assert f"Sites: {taken} mapped" in result.log and (f"{interrupted} interrupted)" in result.log) == bool(interrupted)

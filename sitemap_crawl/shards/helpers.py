@@ -75,15 +75,18 @@ class HelperProcesses:
         """Helpers whose messages are not all handled yet."""
         return self._running
 
-    def progress(self) -> tuple[int, int]:
-        """Sites in flight and sites taken from the list, summed over the helpers: the sites
-        each one started (its website node reported) and finished, as its messages say so far
-        (a helper that ended has none in flight: those it had end interrupted in the tree)."""
-        taken = sum(self._opened.values())
-        in_flight = sum(
-            opened - self._finished.get(shard, 0) for shard, opened in self._opened.items() if shard not in self._ended
-        )
-        return in_flight, taken
+    def progress(self) -> tuple[int, int, int]:
+        """Sites in flight, interrupted and taken from the list, summed over the helpers: the
+        sites each one started (its website node reported) and finished, as its messages say
+        so far (those a helper had not finished when it ended are interrupted in the tree)."""
+        in_flight = interrupted = 0
+        for shard, opened in self._opened.items():
+            unfinished = opened - self._finished.get(shard, 0)
+            if shard in self._ended:
+                interrupted += unfinished
+            else:
+                in_flight += unfinished
+        return in_flight, interrupted, sum(self._opened.values())
 
     async def start(self) -> None:
         """Start a helper for every share but the first (the main process maps that one)."""

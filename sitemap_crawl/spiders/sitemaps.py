@@ -501,12 +501,17 @@ class SitemapsSpider(Spider):
         self._progress_last = (now, self.pages_read)
         rate = (self.pages_read - pages_then) * 60 / max(now - since, 1e-9)
         homepages = self.homepages
-        helpers_in_flight, helpers_taken = self.helpers.progress() if self.helpers is not None else (0, 0)
+        in_flight, interrupted, taken = self.helpers.progress() if self.helpers is not None else (0, 0, 0)
+        if last:  # (the run ends: the sites still being mapped here end interrupted in the tree)
+            interrupted += len(self.sites)
+        else:
+            in_flight += len(self.sites)
         logger.info(
-            "Sites: %d done, %d in flight, %d taken from %s; sitemaps read: %d; pages: %d (%d pages/min)",
+            "Sites: %d done, %d in flight, %s%d taken from %s; sitemaps read: %d; pages: %d (%d pages/min)",
             self.sites_done,
-            len(self.sites) + helpers_in_flight,
-            (homepages.taken if homepages is not None else 0) + helpers_taken + self._taken_over,
+            in_flight,
+            f"{interrupted} interrupted, " if interrupted else "",
+            (homepages.taken if homepages is not None else 0) + taken + self._taken_over,
             homepages.source if homepages is not None else "the arguments",
             self.sitemaps_done,
             self.pages_read,
