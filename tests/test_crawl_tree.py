@@ -235,6 +235,18 @@ def test_dict_settings_given_on_the_command_line_keep_the_crawls_components(
     assert "UnreachableHostMiddleware" in result.log  # (in the enabled downloader middlewares)
 
 
+def test_a_tree_file_the_disabled_tree_extension_cannot_write_is_said(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    site = fixture_site({"/robots.txt": robots("{base}/s.xml"), "/s.xml": urlset("{base}/a")})
+    settings = {**FAST, "EXTENSIONS": {"sitemap_crawl.extensions.tree.SitemapTreeExtension": None}}
+    result = crawl({"homepage": site.base}, settings=settings).assert_ok()
+    assert result.tree is None and result.urls() == [site.url("/a")]
+    assert result.log_count("is not written: the tree extension") == 1
+    plain = crawl({"homepage": site.base}, settings=FAST).assert_ok()
+    assert plain.tree is not None and "is not written" not in plain.log
+
+
 SCRAPY_SCHEDULER = "scrapy.core.scheduler.Scheduler"
 
 

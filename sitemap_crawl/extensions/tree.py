@@ -83,6 +83,11 @@ class SitemapTreeExtension:
         return extension
 
     @classmethod
+    def exists_for(cls, crawler: Crawler) -> bool:
+        """Whether the crawler has its tree extension (made by EXTENSIONS or the tree pipeline)."""
+        return crawler in _INSTANCES
+
+    @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapTreeExtension:
         if crawler.settings.get("SITEMAP_CRAWL_SHARD_FD") is not None:
             raise NotConfigured  # a helper crawl process: the main process keeps the trees

@@ -42,6 +42,7 @@ from sitemap_crawl.discovery import ALWAYS, ROBOTS, FollowRules, SiteDiscovery, 
 from sitemap_crawl.discovery.since import Since
 from sitemap_crawl.downloads import MANY_SITES_HANDLER
 from sitemap_crawl.engine_state import is_closing
+from sitemap_crawl.extensions.tree import SitemapTreeExtension
 from sitemap_crawl.failures import failure_reason
 from sitemap_crawl.gctuning import GcTuning
 from sitemap_crawl.history.store import HistoryError, HistoryStore
@@ -294,6 +295,7 @@ class SitemapsSpider(Spider):
 
     def _setup(self) -> None:
         config = SettingsReader(self.crawler.settings)
+        self._warn_without_tree_extension(config)
         self.limits = config.limits
         self.max_depth = config.max_depth
         self.batch_size = config.batch_size
@@ -337,6 +339,19 @@ class SitemapsSpider(Spider):
         """Sites of a helper crawl process that ended early, mapped by this one (taken again)."""
         self._progress_interval = self.crawler.settings.getfloat("LOGSTATS_INTERVAL")
         self._progress_last = (time.monotonic(), 0)
+
+    def _warn_without_tree_extension(self, config: SettingsReader) -> None:
+        """A tree file asked for while the project disabled the tree extension (its EXTENSIONS
+        entry None) is not written: say so, once, rather than end with no file."""
+        helper = self.crawler.settings.get("SITEMAP_CRAWL_SHARD_FD") is not None
+        if config.tree_file is None or helper or self.queue is not None:
+            return  # (a helper crawl process: the first keeps the trees; a queue worker makes it)
+        if not SitemapTreeExtension.exists_for(self.crawler):
+            logger.warning(
+                "SITEMAP_CRAWL_TREE_FILE=%s is not written: the tree extension "
+                "(sitemap_crawl.extensions.tree.SitemapTreeExtension) is disabled in EXTENSIONS",
+                config.tree_file,
+            )
 
     def _share(self, config: SettingsReader) -> Shard | None:
         """The share of the homepages this crawl process maps: a helper's own, the first of a
