@@ -113,7 +113,7 @@ def test_enqueue_counts_new_and_already_there_and_status_shows_it(queue_server: 
     listing.write_text("# mine\nhttp://a.test/x\nhttp://b.test/\n\nnot a url\nhttp://a.test/y\n", encoding="utf-8")
     first = scrapy("sitemaps-enqueue", str(listing), "--queue", queue_server.url)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.strip() == "2 new, 0 already there, 1 repeated in the list, 1 lines skipped (not http(s) URLs)"
+    assert first.stdout.strip() == "2 new, 0 already there, 1 repeated in the list, 1 line skipped (not http(s) URLs)"
     assert enqueue(queue_server, ["http://b.test/", "http://c.test:8080/page"]) == "1 new, 1 already there"
     assert status(queue_server) == {
         "queue": queue_server.url,

@@ -69,8 +69,13 @@ class Command(QueueCommand):
         finally:
             signal.signal(signal.SIGINT, previous)
         repeated = f", {homepages.repeated} repeated in the list" if homepages.repeated else ""
-        skipped = f", {homepages.skipped} lines skipped (not http(s) URLs)" if homepages.skipped else ""
+        skipped = f", {_lines(homepages.skipped)} skipped (not http(s) URLs)" if homepages.skipped else ""
         print(f"{new} new, {already} already there{repeated}{skipped}")
+
+
+def _lines(count: int) -> str:
+    """``1 line``, ``3 lines``."""
+    return f"{count} line" if count == 1 else f"{count} lines"
 
 
 class _Interrupt:
