@@ -591,6 +591,21 @@ def test_a_restarted_worker_keeps_its_findings_and_a_second_one_cannot_share_the
     first.wait(60)
 
 
+def test_a_worker_whose_tree_extension_is_off_writes_no_tree_and_says_so(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # the worker made the extension itself mid-run: a tree file of the last sites only, with
+    # an empty website URL, and a summary that counted them only
+    _site, expected = sites(fixture_site, 6)
+    enqueue(queue_server, list(expected))
+    off = {"sitemap_crawl.extensions.tree.SitemapTreeExtension": None}
+    result = worker(crawl, queue_server, "w", tmp_path, EXTENSIONS=off).wait(60).assert_ok()
+    assert result.log_count("is not written: the tree extension") == 1
+    assert lines(tmp_path / "trees-w.jsonl") == []
+    assert rows_by_site(lines(tmp_path / "pages-w.jsonl")) == expected_urls(expected)
+    assert "Sites: " not in result.log.split("Dumping Scrapy stats")[-1]  # (no summary: no tree)
+
+
 def test_a_waiting_worker_whose_queue_is_deleted_says_so(
     crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:

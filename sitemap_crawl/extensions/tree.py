@@ -83,9 +83,10 @@ class SitemapTreeExtension:
         return extension
 
     @classmethod
-    def exists_for(cls, crawler: Crawler) -> bool:
-        """Whether the crawler has its tree extension (made by EXTENSIONS or the tree pipeline)."""
-        return crawler in _INSTANCES
+    def existing(cls, crawler: Crawler) -> SitemapTreeExtension | None:
+        """The crawler's tree extension if it has one (made by EXTENSIONS or the tree pipeline;
+        None when the project switched it off): unlike :meth:`for_crawler`, never made here."""
+        return _INSTANCES.get(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapTreeExtension:

@@ -29,7 +29,8 @@ def tree_files(crawler: Crawler) -> list[IO[str]]:
     """The tree file's open stream (a lines file), if any."""
     from sitemap_crawl.extensions.tree import SitemapTreeExtension
 
-    tree_file = SitemapTreeExtension.for_crawler(crawler).tree_file
+    extension = SitemapTreeExtension.existing(crawler)  # (none when the project switched it off)
+    tree_file = extension.tree_file if extension is not None else None
     stream = tree_file.stream if tree_file is not None else None
     return [stream] if stream is not None else []
 

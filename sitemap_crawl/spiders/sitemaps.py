@@ -344,9 +344,9 @@ class SitemapsSpider(Spider):
         """A tree file asked for while the project disabled the tree extension (its EXTENSIONS
         entry None) is not written: say so, once, rather than end with no file."""
         helper = self.crawler.settings.get("SITEMAP_CRAWL_SHARD_FD") is not None
-        if config.tree_file is None or helper or self.queue is not None:
-            return  # (a helper crawl process: the first keeps the trees; a queue worker makes it)
-        if not SitemapTreeExtension.exists_for(self.crawler):
+        if config.tree_file is None or helper:
+            return  # (a helper crawl process: the first process keeps the trees)
+        if SitemapTreeExtension.existing(self.crawler) is None:
             logger.warning(
                 "SITEMAP_CRAWL_TREE_FILE=%s is not written: the tree extension "
                 "(sitemap_crawl.extensions.tree.SitemapTreeExtension) is disabled in EXTENSIONS",
