@@ -88,10 +88,16 @@ class SitemapTreeExtension:
         None when the project switched it off): unlike :meth:`for_crawler`, never made here."""
         return _INSTANCES.get(crawler)
 
+    @staticmethod
+    def kept_elsewhere(crawler: Crawler) -> bool:
+        """Whether this crawl's trees are kept by another process (a helper crawl process: the
+        main process keeps them), so that it has no tree extension of its own."""
+        return crawler.settings.get("SITEMAP_CRAWL_SHARD_FD") is not None
+
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapTreeExtension:
-        if crawler.settings.get("SITEMAP_CRAWL_SHARD_FD") is not None:
-            raise NotConfigured  # a helper crawl process: the main process keeps the trees
+        if cls.kept_elsewhere(crawler):
+            raise NotConfigured
         return cls.for_crawler(crawler)
 
     @property

@@ -187,8 +187,8 @@ class HelperProcesses:
         return [homepage for position, homepage in enumerate(share) if position >= taken and homepage not in started]
 
     def engine_closing(self) -> bool:
-        """Whether this process's engine is stopping (Ctrl-C) or closing the spider (a
-        ``CLOSESPIDER_*`` limit: Scrapy says so only once the downloads in flight are done)."""
+        """Whether this process's engine is stopping (Ctrl-C), closing the spider (a
+        ``CLOSESPIDER_*`` limit: :func:`~sitemap_crawl.engine_state.is_closing`) or done."""
         engine = self.crawler.engine
         if engine is None or not engine.running or is_closing(self.crawler):
             return True

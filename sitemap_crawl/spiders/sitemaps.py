@@ -343,9 +343,8 @@ class SitemapsSpider(Spider):
     def _warn_without_tree_extension(self, config: SettingsReader) -> None:
         """A tree file asked for while the project disabled the tree extension (its EXTENSIONS
         entry None) is not written: say so, once, rather than end with no file."""
-        helper = self.crawler.settings.get("SITEMAP_CRAWL_SHARD_FD") is not None
-        if config.tree_file is None or helper:
-            return  # (a helper crawl process: the first process keeps the trees)
+        if config.tree_file is None or SitemapTreeExtension.kept_elsewhere(self.crawler):
+            return
         if SitemapTreeExtension.existing(self.crawler) is None:
             logger.warning(
                 "SITEMAP_CRAWL_TREE_FILE=%s is not written: the tree extension "
