@@ -33,16 +33,14 @@ from sitemap_crawl.parsing.stream import (
     leading_text,
     peek,
 )
-from sitemap_crawl.parsing.xml import (
+from sitemap_crawl.parsing.xml.entities import has_dtd, inline_entity_references
+from sitemap_crawl.parsing.xml.input import push_parser_chunks, wide_declaration
+from sitemap_crawl.parsing.xml.libxml import (
     describe_error,
     error_after_namespace_errors,
     first_error,
-    has_dtd,
-    inline_entity_references,
     is_namespace_error,
     local_name,
-    push_parser_chunks,
-    wide_declaration,
 )
 
 SITEMAP_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"

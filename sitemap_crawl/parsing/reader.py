@@ -14,18 +14,18 @@ from sitemap_crawl.parsing import robots, text
 from sitemap_crawl.parsing.fields import same_url_key
 from sitemap_crawl.parsing.hashset import HashSet, url_hashes
 from sitemap_crawl.parsing.stream import Body, BodyFormat, FileBody, StreamError, decoded_stream, leading_text
-from sitemap_crawl.parsing.xml import (
+from sitemap_crawl.parsing.xml.document import (
     DIALECTS,
     EVERY_LINK_DIALECTS,
     Dialect,
     XmlProblem,
-    _is_resource_limit,
-    _recover,
     find_root_name,
-    finish_entry,
     iter_entry_batches,
     one_a_list,
 )
+from sitemap_crawl.parsing.xml.libxml import is_resource_limit
+from sitemap_crawl.parsing.xml.recover import read_recovering
+from sitemap_crawl.parsing.xml.sitemap_entries import finish_entry
 
 ROBOTS_TXT = NodeKind.ROBOTS_TXT
 TEXT = NodeKind.TEXT
@@ -157,8 +157,8 @@ class SitemapReader:
 
     def iter_raw(self) -> Iterator[Any]:
         """Like iterating, but urlset pages and index entries come as
-        :func:`~sitemap_crawl.parsing.xml.extract_url` / ``extract_sitemap_entry`` tuples, their
-        fields not yet normalised (:func:`~sitemap_crawl.parsing.xml.finish_entry` does that):
+        :func:`~sitemap_crawl.parsing.xml.sitemap_entries.extract_url` / ``extract_sitemap_entry`` tuples, their
+        fields not yet normalised (:func:`~sitemap_crawl.parsing.xml.sitemap_entries.finish_entry` does that):
         the parse worker leaves that part to the crawl process."""
         return self._entries(raw=True)
 
@@ -245,13 +245,13 @@ class SitemapReader:
                 limit = _resource_limit_name(problem.detail)
                 if limit is not None:
                     self.error = with_detail(PARSE_ERROR, limit)
-                if _is_resource_limit(problem.detail):
+                if is_resource_limit(problem.detail):
                     # One of libxml2's limits (a text node over 10 MB, nesting deeper than
                     # 256...) stopped the strict parser, which may drop the good entries it
                     # had parsed just before. Read again in recover mode: the entries already
                     # given are skipped by __iter__ (same URL), and recover mode sometimes
                     # reads on past the problem.
-                    yield from one_a_list(_recover(self._chunks, self._dialect, self.url, skip=0, raw=raw))
+                    yield from one_a_list(read_recovering(self._chunks, self._dialect, self.url, skip=0, raw=raw))
 
     def _text_entries(self) -> Iterator[SitemapPage]:
         # Lines already handled are skipped before any work: a gzip bomb of one line

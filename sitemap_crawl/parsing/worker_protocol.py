@@ -26,7 +26,7 @@ from sitemap_crawl.codec import (
     ref_to_tuple,
 )
 from sitemap_crawl.items import SitemapPage, SitemapRef
-from sitemap_crawl.parsing.xml import RAW_PAGE, RAW_REF, finish_page, finish_ref
+from sitemap_crawl.parsing.xml.sitemap_entries import RAW_PAGE, RAW_REF, finish_page, finish_ref
 
 WORKER_MODULE = "sitemap_crawl.parsing.worker"
 """The module the crawl process runs (``python -m``) as a parsing worker."""
@@ -45,9 +45,9 @@ HEADER_SIZE = _LENGTH.size
 """Bytes of a frame's length header."""
 EntryTuple = tuple[Any, ...]
 RAW_PAGE_SIZE = 9
-"""Length of an :func:`~sitemap_crawl.parsing.xml.extract_url` tuple (RAW_PAGE and eight texts)."""
+"""Length of an :func:`~sitemap_crawl.parsing.xml.sitemap_entries.extract_url` tuple (RAW_PAGE, eight texts)."""
 RAW_REF_SIZE = 3
-"""Length of an :func:`~sitemap_crawl.parsing.xml.extract_sitemap_entry` tuple (RAW_REF, URL, lastmod)."""
+"""Length of a :func:`~sitemap_crawl.parsing.xml.sitemap_entries.extract_sitemap_entry` tuple: RAW_REF, URL, lastmod."""
 JobHeader = tuple[Any, ...]
 """``(job_id, body_length, url, is_robots, limits, batch_size)``."""
 
@@ -102,8 +102,8 @@ def entry_to_tuple(entry: SitemapPage | SitemapRef) -> EntryTuple:
 
 
 def entry_from_tuple(values: EntryTuple, sitemap_url: str) -> SitemapPage | SitemapRef:
-    """The inverse of :func:`entry_to_tuple`; an :func:`~sitemap_crawl.parsing.xml.extract_url`
-    or :func:`~sitemap_crawl.parsing.xml.extract_sitemap_entry` tuple (a urlset page or an
+    """The inverse of :func:`entry_to_tuple`; an :func:`~sitemap_crawl.parsing.xml.sitemap_entries.extract_url`
+    or :func:`~sitemap_crawl.parsing.xml.sitemap_entries.extract_sitemap_entry` tuple (a urlset page or an
     index entry whose fields the worker left as written) is finished here."""
     return entries_from_tuples([values], sitemap_url)[0]
 

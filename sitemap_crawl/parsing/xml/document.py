@@ -1,0 +1,264 @@
+"""The reader of one XML document: its root element, its entries a list at a time, and
+whether it broke off (truncated) or is malformed (read again in recover mode)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from lxml import etree
+
+from sitemap_crawl.items import SitemapPage, SitemapRef
+from sitemap_crawl.kinds import ErrorReason, NodeKind, with_detail
+from sitemap_crawl.parsing.stream import UTF32_STARTS, StreamError
+from sitemap_crawl.parsing.xml.entities import EntryReading
+from sitemap_crawl.parsing.xml.feed_entries import read_atom_entry, read_rss_item
+from sitemap_crawl.parsing.xml.input import WIDE_STARTS, push_parser_chunks, without_leading_space
+from sitemap_crawl.parsing.xml.libxml import (
+    Element,
+    describe_error,
+    drain,
+    error_after_namespace_errors,
+    is_namespace_error,
+    is_resource_limit,
+    local_name,
+    parser_options,
+    release,
+    release_through,
+)
+from sitemap_crawl.parsing.xml.recover import read_recovering
+from sitemap_crawl.parsing.xml.sitemap_entries import (
+    extract_sitemap_entry,
+    extract_url,
+    read_sitemap_entry,
+    read_url,
+    read_url_every_link,
+)
+
+_ROOT_SCAN_LIMIT = 1 << 20
+
+
+FEED_SIZE = 32 * 1024
+"""Bytes fed to lxml at a time: small feeds keep the unreleased part of the tree small (and fast)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """How one XML root element maps to a tree kind and an entry reader."""
+
+    kind: str
+    root: str
+    """The root element's local name, lower case (how :func:`find_root_name` gives it)."""
+    entry_tag: str
+    read_entry: Callable[[Element, str], SitemapPage | SitemapRef | None]
+    extract_entry: Callable[[Element, str], Any] | None = None
+    """Reads an entry without normalising its fields (see :func:`.sitemap_entries.extract_url`), or None
+    when the dialect has no such split; used by the parse worker, which leaves the
+    normalising to the crawl process, and by ``SitemapReader.iter_with_texts``."""
+
+    def reader(self, raw: bool) -> Callable[[Element, str], Any]:
+        return self.extract_entry if raw and self.extract_entry is not None else self.read_entry
+
+
+class XmlProblem(Exception):
+    """An XML document stopped short; ``reason`` is the tree error text."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+_ROOT_SCAN_STEP = 4096
+
+
+def find_root_name(chunks: Iterator[bytes]) -> tuple[str | None, str | None, list[bytes]]:
+    """Local name of the root element, an error text if none was found, and the chunks read.
+
+    Reads at most about 1 MiB; the chunks read are returned so the caller can
+    feed them again to the real parser.
+    """
+    parser = etree.XMLPullParser(events=("start",), **parser_options(recover=True))
+    seen: list[bytes] = []
+    size = 0
+    try:
+        for chunk in push_parser_chunks(chunks):
+            seen.append(chunk)
+            for start in range(0, len(chunk), _ROOT_SCAN_STEP):
+                parser.feed(chunk[start : start + _ROOT_SCAN_STEP])
+                for _event, element in parser.read_events():
+                    return local_name(_tag(element)).lower(), None, seen
+            size += len(chunk)
+            if size >= _ROOT_SCAN_LIMIT:  # (a comment or DOCTYPE of megabytes before it)
+                return None, f"no root element in the first {_ROOT_SCAN_LIMIT >> 20} MiB", seen
+        else:
+            parser.close()
+            for _event, element in parser.read_events():
+                return local_name(_tag(element)).lower(), None, seen
+    except etree.XMLSyntaxError as exc:
+        return None, with_detail(ErrorReason.PARSE_ERROR, str(exc)), seen
+    except StreamError as exc:
+        return None, exc.reason, seen
+    return None, None, seen
+
+
+def _tag(element: Any) -> object:
+    return getattr(element, "tag", None)
+
+
+def iter_entry_batches(
+    make_chunks: Callable[[], Iterator[bytes]],
+    dialect: Dialect,
+    sitemap_url: str,
+    raw: bool = False,
+) -> Iterator[list[Any]]:
+    """Pages or sub-sitemap references of one XML document, in document order, a non-empty
+    list at a time: the entries of one fed piece (those read after an error, one a list), so
+    that a consumer resumes the generator once a piece, not once an entry.
+
+    ``make_chunks`` opens the (decompressed) document as a chunk stream; it is
+    called a second time only for a malformed document, which is then read
+    again in lxml's recover mode from the entry after the last good one.
+    Raises XmlProblem (after yielding every good entry) when the document is
+    truncated, over a limit or unreadable past some point. With ``raw``, urlset
+    pages come as :func:`.sitemap_entries.extract_url` tuples (see :func:`.sitemap_entries.finish_page`).
+    """
+    make_chunks = functools.partial(without_leading_space, make_chunks)
+    produced = 0
+    line_count = 1
+    last_line_length = 0  # in characters, as libxml2 counts columns
+    tail = b""  # the document's last bytes: does it end with its root's end tag?
+    width: int | None = None  # bytes a character: 2 in UTF-16, 4 in UTF-32, else UTF-8's count
+    strict = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **parser_options(recover=False))
+    reading = EntryReading(dialect.reader(raw))
+    try:
+        for chunk in make_chunks():
+            if width is None:
+                width = 4 if chunk.startswith(UTF32_STARTS) else 2 if chunk[:2] in WIDE_STARTS else 1
+            newline = chunk.rfind(b"\n")
+            if newline < 0:
+                last_line_length += _char_count(chunk, width)
+            else:
+                line_count += chunk.count(b"\n")
+                last_line_length = _char_count(chunk[newline + 1 :], width)
+            tail = chunk[-_TAIL_SIZE:] if len(chunk) >= _TAIL_SIZE else (tail + chunk)[-_TAIL_SIZE:]
+            for start in range(0, len(chunk), FEED_SIZE):
+                strict.feed(chunk[start : start + FEED_SIZE])
+                entries: list[Any] = []
+                last = None
+                for _event, element in strict.read_events():
+                    last = element
+                    produced += 1
+                    entry = reading.read(element, sitemap_url)
+                    if entry is not None:
+                        entries.append(entry)
+                if last is not None:
+                    release_through(last)
+                if entries:
+                    yield entries
+        strict.close()
+    except StreamError as exc:
+        drain(strict)
+        raise XmlProblem(exc.reason, str(exc)) from exc
+    except etree.XMLSyntaxError as exc:
+        # entries completed before the error (in the same feed) are still good
+        for _event, element in strict.read_events():
+            produced += 1
+            entry = reading.read(element, sitemap_url)
+            release(element)
+            if entry is not None:
+                yield [entry]
+        message, position = str(exc), exc.position
+        other = error_after_namespace_errors(strict)
+        if other is not None:  # lxml names the first error: say the one that matters
+            message, position = describe_error(other), (other.line, other.column)
+        if is_resource_limit(message):
+            raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
+        if message.startswith("Extra content at the end of the document"):
+            raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc  # junk after the root: every entry was read
+        namespace_error = is_namespace_error(strict)
+        if (
+            not namespace_error
+            and "tag mismatch" not in message  # a cut never causes a tag mismatch
+            and _at_end(position, line_count, last_line_length)
+            and not _closes_root(tail, dialect.root)  # an error near the end of a whole document
+        ):
+            raise XmlProblem(ErrorReason.TRUNCATED, message) from exc
+        recovered = yield from one_a_list(read_recovering(make_chunks, dialect, sitemap_url, skip=produced, raw=raw))
+        if recovered.stream_error is not None:  # the body also broke off (size limit, cut gzip): say that
+            raise XmlProblem(recovered.stream_error.reason, str(recovered.stream_error)) from exc
+        if namespace_error and recovered.only_namespace_errors:
+            return  # a prefix not declared (xmlns:image left out...): every entry was read
+        raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
+    for _event, element in strict.read_events():
+        entry = reading.read(element, sitemap_url)
+        if entry is not None:
+            yield [entry]
+
+
+_Returned = TypeVar("_Returned")
+
+
+def one_a_list(entries: Generator[Any, None, _Returned]) -> Generator[list[Any], None, _Returned]:
+    """Each entry of ``entries`` in a list of its own; returns what ``entries`` returns."""
+    while True:
+        try:
+            entry = next(entries)
+        except StopIteration as stop:
+            return stop.value
+        yield [entry]
+
+
+_END_SLACK = 64
+
+
+_TAIL_SIZE = 1024
+
+
+_NOT_UTF8_CONTINUATION = bytes(range(0x80)) + bytes(range(0xC0, 0x100))
+
+
+def _char_count(data: bytes, width: int) -> int:
+    """Characters in ``data`` (UTF-8 continuation bytes do not count; UTF-16 is two bytes
+    a character, UTF-32 four), so that a cut inside non-ASCII text is still seen at the end."""
+    if width > 1:
+        return len(data) // width
+    return len(data) - len(data.translate(None, _NOT_UTF8_CONTINUATION))
+
+
+def _at_end(position: tuple[int, int], line_count: int, last_line_length: int) -> bool:
+    """Whether a syntax error (its line and column) sits at the very end of the input (a cut document)."""
+    line, column = position
+    return line >= line_count and column >= last_line_length - _END_SLACK
+
+
+def _closes_root(tail: bytes, root: str) -> bool:
+    """Whether a document's last bytes are its root's end tag (then only comments, PIs or
+    whitespace): it did not break off, whatever libxml2 found wrong near its end (the
+    message does not tell: a raw ``&b`` and a body cut at ``&a`` both give "EntityRef")."""
+    markup = tail.replace(b"\x00", b"")  # UTF-16 and UTF-32: the markup is ASCII
+    end_tag = rb"</(?:[^\s<>/:]+:)?" + re.escape(root.encode()) + rb"\s*>(?:\s|<!--.*?-->|<\?.*?\?>)*\Z"
+    return re.search(end_tag, markup, re.IGNORECASE | re.DOTALL) is not None
+
+
+def _by_root(*dialects: Dialect) -> dict[str, Dialect]:
+    return {dialect.root: dialect for dialect in dialects}
+
+
+DIALECTS: dict[str, Dialect] = _by_root(
+    Dialect(NodeKind.XML_URLSET, "urlset", "{*}url", read_url, extract_url),
+    Dialect(NodeKind.XML_INDEX, "sitemapindex", "{*}sitemap", read_sitemap_entry, extract_sitemap_entry),
+    Dialect(NodeKind.RSS, "rss", "{*}item", read_rss_item),
+    Dialect(NodeKind.ATOM, "feed", "{*}entry", read_atom_entry),
+)
+"""Root element local name → dialect."""
+
+
+EVERY_LINK_DIALECTS: dict[str, Dialect] = {
+    **DIALECTS,
+    **_by_root(Dialect(NodeKind.XML_URLSET, "urlset", "{*}url", read_url_every_link, extract_url)),
+}
+"""The dialects for a reader whose pages keep every ``xhtml:link`` (the drop-in SitemapSpider)."""

@@ -1,0 +1,179 @@
+"""A malformed document read again in lxml's recover mode, the stray ``&`` and ``<`` that
+generators leave in text escaped first so that the entries keep their exact values."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lxml import etree
+
+from sitemap_crawl.parsing.stream import StreamError
+from sitemap_crawl.parsing.xml.entities import EntryReading
+from sitemap_crawl.parsing.xml.input import WIDE_STARTS
+from sitemap_crawl.parsing.xml.libxml import Element, first_error, parser_options, release
+
+if TYPE_CHECKING:
+    from sitemap_crawl.parsing.xml.document import Dialect
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """How a read in recover mode went."""
+
+    stream_error: StreamError | None
+    """What stopped the input early (a size limit, a broken gzip stream), if anything."""
+    only_namespace_errors: bool
+    """libxml2 found nothing wrong but namespace errors (such as a prefix not declared),
+    which it reads past without losing anything."""
+
+
+def read_recovering(
+    make_chunks: Callable[[], Iterator[bytes]],
+    dialect: Dialect,
+    sitemap_url: str,
+    skip: int,
+    raw: bool = False,
+) -> Generator[Any, None, Recovered]:
+    """Read a malformed document again in recover mode, skipping ``skip`` entries.
+
+    Unescaped ``&`` and ``<`` in text are escaped first (see :func:`_repair_markup`),
+    so such entries keep their exact values. An entry that lxml closes only because
+    the input ran out (the document ends inside it) is not given: its values may be cut.
+    """
+    parser = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **parser_options(recover=True))
+    reading = EntryReading(dialect.reader(raw))
+    seen = 0
+    stream_error: StreamError | None = None
+    ends_cleanly = True
+    try:
+        for chunk in _repair_markup(make_chunks()):
+            stripped = chunk.rstrip(_TAIL_SPACE)
+            if stripped:
+                ends_cleanly = stripped.endswith(b">")
+            parser.feed(chunk)
+            for _event, element in parser.read_events():
+                seen += 1
+                if seen > skip:
+                    entry = reading.read(element, sitemap_url)
+                    if entry is not None:
+                        yield entry
+                release(element)
+    except StreamError as exc:
+        stream_error = exc
+    with contextlib.suppress(etree.XMLSyntaxError):
+        parser.close()
+    if stream_error is None:
+        held: Element | None = None  # the last element may be one the cut left open
+        for _event, element in parser.read_events():
+            if held is not None:
+                seen += 1
+                if seen > skip:
+                    entry = reading.read(held, sitemap_url)
+                    if entry is not None:
+                        yield entry
+            held = element
+        if held is not None and ends_cleanly:
+            seen += 1
+            if seen > skip:
+                entry = reading.read(held, sitemap_url)
+                if entry is not None:
+                    yield entry
+    return Recovered(stream_error, first_error(parser.feed_error_log, namespace=False) is None and ends_cleanly)
+
+
+_TAIL_SPACE = b" \t\r\n\x00"
+
+
+_MARKUP_FIX = re.compile(
+    rb"&(?:(amp|lt|gt|quot|apos);|(?!#[0-9]{1,8};|#x[0-9a-fA-F]{1,8};))|<(?![A-Za-z_:/!?\x80-\xff])"
+)
+
+
+_CHARACTER_REFERENCES = {b"amp": b"&#38;", b"lt": b"&#60;", b"gt": b"&#62;", b"quot": b"&#34;", b"apos": b"&#39;"}
+
+
+_CDATA_START = b"<![CDATA["
+
+
+_CDATA_END = b"]]>"
+
+
+_REPAIR_LOOKAHEAD = 16
+
+
+def _repair_markup(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """Escape the raw ``&`` (``a=1&b=2``, ``Tom & Jerry``) and lone ``<`` (``a < b``)
+    that generators leave in text and attribute values, outside CDATA sections,
+    and write ``&amp;``, ``&lt;``... as character references (``&#38;``...).
+
+    Without this, recover mode drops ``&b`` from ``?a=1&b=2`` (a wrong URL), lxml
+    stops reading at a lone ``<``, and libxml2 (2.14) drops every ``&amp;`` after
+    the first error in recover mode (``?a=1&amp;b=2`` would become ``?a=1b=2``),
+    while character references survive. Only ASCII-compatible encodings are
+    touched; a UTF-16/32 document passes unchanged.
+    """
+    in_cdata = False
+    pending = b""
+    first = True
+    try:
+        for chunk in chunks:
+            if first:
+                first = False
+                if chunk[:2] in WIDE_STARTS:
+                    yield chunk
+                    yield from chunks
+                    return
+            data = pending + chunk
+            limit = len(data) - _REPAIR_LOOKAHEAD
+            if limit <= 0:
+                pending = data
+                continue
+            repaired, in_cdata, consumed = _escape_markup(data, limit, in_cdata)
+            pending = data[consumed:]
+            yield repaired
+    except StreamError:
+        if pending:  # the body broke off: the bytes held back were still read
+            yield _escape_markup(pending, len(pending), in_cdata)[0]
+        raise
+    if pending:
+        yield _escape_markup(pending, len(pending), in_cdata)[0]
+
+
+def _escape_markup(data: bytes, limit: int, in_cdata: bool) -> tuple[bytes, bool, int]:
+    """``data`` repaired from its start to at least ``limit`` (the bytes after it serve
+    as lookahead), whether that ends inside a CDATA section, and how far it went."""
+    pieces: list[bytes] = []
+    position = 0
+    while position < limit:
+        if in_cdata:
+            end = data.find(_CDATA_END, position)
+            if end < 0 or end >= limit:
+                pieces.append(data[position:limit])
+                position = limit
+                break
+            pieces.append(data[position : end + len(_CDATA_END)])
+            position, in_cdata = end + len(_CDATA_END), False
+            continue
+        start = data.find(_CDATA_START, position)
+        stop = limit if start < 0 or start >= limit else start
+        last = position
+        for match in _MARKUP_FIX.finditer(data, position, min(len(data), stop + _REPAIR_LOOKAHEAD)):
+            if match.start() >= stop:
+                break
+            pieces.append(data[last : match.start()])
+            name = match.group(1)
+            if name is not None:
+                pieces.append(_CHARACTER_REFERENCES[name])
+            else:
+                pieces.append(b"&#38;" if data[match.start()] == 0x26 else b"&#60;")
+            last = match.end()
+        pieces.append(data[last:stop])
+        position = max(stop, last)  # a reference that began before ``stop`` may end after it
+        if stop == start:
+            pieces.append(_CDATA_START)
+            position, in_cdata = start + len(_CDATA_START), True
+    return b"".join(pieces), in_cdata, position
