@@ -264,3 +264,21 @@ def test_a_prefix_not_declared_then_a_broken_tag_is_an_invalid_document() -> Non
     found = _findings(body)
     assert [rule for rule, _, _ in found] == ["invalid-document", "bad-namespace"]
     assert "tag mismatch" in found[0][2]  # lxml's exception named the namespace error
+
+
+FLOOD = "<x/>" * 150_000
+"""More other elements than the scan holds with no entry ending (100,000)."""
+
+
+@pytest.mark.parametrize("recover", [False, True], ids=["strict", "recover"])
+def test_a_flood_of_other_elements_is_freed_between_entries_and_stops_the_scan_inside_one(recover: bool) -> None:
+    # an undeclared prefix sends the scan to recover mode, which reads every element's end
+    prefix = "<image:image/>" if recover else ""
+    url = "<url><loc>https://example.com/{}</loc></url>".format
+    inner = url(1) + prefix + FLOOD + url(2) + f"<url><loc>https://example.com/3</loc>{FLOOD}</url>" + url(4)
+    body = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{inner}</urlset>'.encode()
+    facts = SitemapFacts()
+    assert [entry.loc for entry in scan(body, facts)] == ["https://example.com/1", "https://example.com/2"]
+    assert facts.error == "over 100,000 elements with no entry ending: not read further"
+    found = list(SiteAudit(None, now=NOW).audit_sitemap(body, "https://example.com/sitemap.xml"))
+    assert [finding.detail for finding in found if finding.rule == rules.INVALID_DOCUMENT.id] == [facts.error]

@@ -22,6 +22,8 @@ import os
 import random
 import socket
 import struct
+import subprocess
+import sys
 import time
 import zlib
 from collections.abc import Callable, Mapping
@@ -33,6 +35,7 @@ import pytest
 
 from sitemap_crawl.parsing import Limits, SitemapReader, parse_sitemap
 from sitemap_crawl.parsing.robots import iter_robots_lines
+from sitemap_crawl.parsing.xml.libxml import ELEMENT_FLOOD
 from tests.support import (
     SITEMAP_NS,
     CrawlResult,
@@ -503,6 +506,39 @@ def huge_text_node(env: CaseEnv) -> FixtureServer:
         + "</urlset>\n"
     )
     return hostile_site(env, {"/huge-text.xml": Route(doc, gzip_encoding=True)})
+
+
+def check_element_flood(result: CrawlResult, site: FixtureServer) -> str:
+    between = expect(result, site, "/flood.xml.gz", "xml_urlset", "size limit", pages=2)
+    assert page_urls(result, site, "/flood.xml.gz") == [site.url("/flood/1"), site.url("/flood/2")]
+    inside = expect(result, site, "/flood-inside.xml", "xml_urlset", f"parse error: {ELEMENT_FLOOD}", pages=1)
+    assert page_urls(result, site, "/flood-inside.xml") == [site.url("/inside/1")]
+    good_survives(result, site)
+    return f"between entries: {outcome(between)}; inside one: {outcome(inside)}"
+
+
+@case(
+    "other elements between entries (<x/> over a 1 GiB .gz, 32 MiB read) and 8 MiB of them inside one",
+    check_element_flood,
+    settings={**QUIET, "SITEMAP_CRAWL_MAX_SIZE": 32 * MiB},
+)
+def element_flood(env: CaseEnv) -> FixtureServer:
+    site = hostile_site(env, {"/flood.xml.gz": b"", "/flood-inside.xml": b""})
+    prefix = (
+        f"{XML_DECL}{URLSET_OPEN}<url><loc>{site.base}/flood/1</loc></url><url><loc>{site.base}/flood/2</loc></url>"
+    )
+    site["/flood.xml.gz"] = Route(gzip_bomb(prefix.encode(), b"<x/>", GiB))
+    site["/flood-inside.xml"] = Route(
+        XML_DECL
+        + URLSET_OPEN
+        + url_entries("/inside/1")
+        + "<url><loc>{base}/inside/2</loc>"
+        + "<x/>" * (2 * MiB)
+        + "</url>\n"
+        + url_entries("/inside/after")
+        + "</urlset>\n"
+    )
+    return site
 
 
 def check_deep_nesting(result: CrawlResult, site: FixtureServer) -> str:
@@ -1094,6 +1130,72 @@ def test_parser_keeps_the_entries_before_a_libxml2_limit(inner: str, error: str)
     # feed as the problem itself
     body = urlset(f"{BASE}/1", f"{BASE}/2", {"loc": f"{BASE}/3", "extra": inner}, f"{BASE}/4").encode()
     assert entries(body) == ("xml_urlset", error, [f"{BASE}/1", f"{BASE}/2"])
+
+
+FLOOD = "<x/>" * 150_000
+"""More elements than an entry parser holds with no entry ending (100,000)."""
+
+
+@pytest.mark.parametrize(
+    ("where", "error", "pages"),
+    [
+        ("between", None, [f"{BASE}/1", f"{BASE}/2", f"{BASE}/3"]),
+        ("inside", f"parse error: {ELEMENT_FLOOD}", [f"{BASE}/1"]),
+        ("inside-other", None, [f"{BASE}/1", f"{BASE}/3"]),
+        ("before", None, [f"{BASE}/1"]),
+    ],
+)
+def test_parser_frees_or_stops_a_flood_of_other_elements(where: str, error: str | None, pages: list[str]) -> None:
+    url = "<url><loc>{}/{}</loc></url>".format
+    inner = {
+        "between": url(BASE, 1) + url(BASE, 2) + FLOOD + url(BASE, 3),
+        "before": FLOOD + url(BASE, 1),
+        "inside": url(BASE, 1) + f"<url><loc>{BASE}/2</loc>{FLOOD}</url>" + url(BASE, 3),
+        "inside-other": url(BASE, 1) + f"<x>{FLOOD}</x>" + url(BASE, 3),
+    }[where]
+    body = f'<urlset xmlns="{SITEMAP_NS}">{inner}</urlset>'.encode()
+    assert entries(body) == ("xml_urlset", error, pages)
+
+
+def test_parser_in_recover_mode_frees_or_stops_a_flood_of_other_elements() -> None:
+    # an unescaped "&" sends the document to recover mode, which has its own parser
+    url = "<url><loc>{}/{}</loc></url>".format
+    inner = url(BASE, "1?a&b") + FLOOD * 2 + f"<url><loc>{BASE}/2</loc>{FLOOD * 2}</url>" + url(BASE, 3)
+    body = f'<urlset xmlns="{SITEMAP_NS}">{inner}</urlset>'.encode()
+    assert entries(body) == ("xml_urlset", f"parse error: {ELEMENT_FLOOD}", [f"{BASE}/1?a&b"])
+
+
+def test_parser_reads_on_past_an_unescaped_ampersand_in_a_long_sitemap() -> None:
+    # libxml2 holds what follows "&b" unparsed (no element built), however long: the
+    # count of elements fed must not stop it before recover mode reads every entry
+    later = "".join(f"<url><loc>{BASE}/{n}</loc><lastmod>2024-01-01</lastmod></url>" for n in range(60_000))
+    body = f'<urlset xmlns="{SITEMAP_NS}"><url><loc>{BASE}/a&b</loc></url>{later}</urlset>'.encode()
+    kind, error, urls = entries(body)
+    assert (kind, error, len(urls), urls[:2]) == ("xml_urlset", "parse error", 60_001, [f"{BASE}/a&b", f"{BASE}/0"])
+
+
+def test_parser_memory_stays_bounded_in_a_flood_between_entries() -> None:
+    # 5 million <x/> after and before an entry: libxml2 would hold about 650 MB of them
+    script = f"""
+import resource
+from sitemap_crawl.parsing import parse_sitemap
+from sitemap_crawl.audit.scan import SitemapFacts, scan
+flood = b"<x/>" * 5_000_000
+entry = b"<url><loc>{BASE}/1</loc></url>"
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+pages = entries = 0
+for inner in (entry + flood, flood + entry):
+    body = b'<urlset xmlns="{SITEMAP_NS}">' + inner + b"</urlset>"
+    pages += len(parse_sitemap(body, "{BASE}/sitemap.xml").pages)
+    entries += len(list(scan(body, SitemapFacts())))
+    del body
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+print(pages, entries, grown // 1024)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    page_count, entry_count, grown_mb = map(int, result.stdout.split())
+    assert (page_count, entry_count) == (2, 2)
+    assert grown_mb < 150, f"grew by {grown_mb} MB"
 
 
 def test_parser_recovers_past_a_huge_attribute() -> None:

@@ -36,6 +36,8 @@ from sitemap_crawl.parsing.stream import (
 from sitemap_crawl.parsing.xml.entities import has_dtd, inline_entity_references
 from sitemap_crawl.parsing.xml.input import push_parser_chunks, wide_declaration
 from sitemap_crawl.parsing.xml.libxml import (
+    ElementFlood,
+    EntryGap,
     describe_error,
     error_after_namespace_errors,
     first_error,
@@ -234,6 +236,10 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
         if reader.read_before_error:
             yield reader.read_before_error
         facts.error = f"not well-formed XML: {exc}"
+    except ElementFlood as exc:
+        if reader.read_before_error:
+            yield reader.read_before_error
+        facts.error = f"{exc}: not read further"
     except etree.XMLSyntaxError as exc:
         if reader.read_before_error:  # (counted: a read again in recover mode skips them)
             yield reader.read_before_error
@@ -318,7 +324,9 @@ _WIDE = ("UTF-16", "UTF-32")
 """The encodings a byte order mark tells besides UTF-8 (their text is not ASCII bytes)."""
 
 
-def _parser(events: tuple[Any, ...], tag: str | None = None, recover: bool = False) -> etree.XMLPullParser:
+def _parser(
+    events: tuple[Any, ...], tag: str | tuple[str, ...] | None = None, recover: bool = False
+) -> etree.XMLPullParser:
     return etree.XMLPullParser(events=events, tag=tag, resolve_entities=False, huge_tree=True, recover=recover)
 
 
@@ -383,6 +391,7 @@ class _EntryReader:
         self._main: etree.XMLPullParser | etree.XMLParser | None = None
         """The pull parser of the entries, or a :func:`_checker` when the root has none."""
         self._entry_tag: str | None = None
+        self._gap = EntryGap("")
         self.read_before_error: list[RawEntry] = []
         """The entries read, in the feed that raised a parse error, before that error: still
         checked (they were lost with the feed's other entries, up to 32 KiB of them)."""
@@ -399,7 +408,7 @@ class _EntryReader:
             try:
                 for data in held:
                     batches.append(self._feed_main(data))
-            except (etree.XMLSyntaxError, _NotWellFormed):
+            except (etree.XMLSyntaxError, _NotWellFormed, ElementFlood):
                 self.read_before_error[:0] = [entry for batch in batches for entry in batch]
                 raise
             return batches
@@ -459,8 +468,9 @@ class _EntryReader:
             self._main = _checker(self.recover)
         elif self.recover:  # every element: one named prefix:url (its prefix not declared) too
             self._main = _parser(("end",), None, recover=True)
-        else:
-            self._main = _parser(("end",), "{*}" + self._entry_tag)
+        else:  # the entries, and the root's start (see EntryGap)
+            self._main = _parser(("start", "end"), ("{*}" + self._entry_tag, "{*}" + (self.facts.root or "")))
+        self._gap = EntryGap(self._entry_tag or "")
 
     def _feed_main(self, data: bytes) -> list[RawEntry]:
         assert self._main is not None
@@ -471,10 +481,15 @@ class _EntryReader:
         entries: list[RawEntry] = []
         try:
             for start in range(0, len(data), _FEED_SIZE):
-                self._main.feed(data[start : start + _FEED_SIZE])
-                entries += self._read()
+                piece = data[start : start + _FEED_SIZE]
+                self._main.feed(piece)
+                read = self._read()
+                if read:
+                    entries += read
+                else:
+                    self._gap.fed(piece)
                 self._raise_past_namespaces()
-        except (etree.XMLSyntaxError, _NotWellFormed):
+        except (etree.XMLSyntaxError, _NotWellFormed, ElementFlood):
             self.read_before_error = entries + self._read()  # (the entries libxml2 completed before it)
             raise
         return entries
@@ -501,12 +516,17 @@ class _EntryReader:
         entries: list[RawEntry] = []
         last: Any = None
         element: Any
-        for _event, element in self._main.read_events():
+        for event, element in self._main.read_events():
+            if event == "start":
+                self._gap.started(element)
+                continue
             parent = element.getparent()
             if parent is None or parent.getparent() is not None:
                 continue  # the root, or deeper than the root's children
-            if self.recover and local_name(element.tag) != self._entry_tag:
-                continue
+            if self.recover:
+                self._gap.root = parent  # (no start events in recover mode)
+                if local_name(element.tag) != self._entry_tag:
+                    continue
             if self.entity_references is None:  # (known from the first entry: see has_dtd)
                 self.entity_references = has_dtd(element)
             if self.entity_references:
@@ -515,6 +535,7 @@ class _EntryReader:
             entries.append(_read_entry(element))
         if last is not None:
             self.facts.entry_count += len(entries)
+            self._gap.entry_read()
             parent = last.getparent()
             del parent[: parent.index(last) + 1]  # free the entries read (and what came between)
         return entries

@@ -18,12 +18,11 @@ from sitemap_crawl.parsing.xml.document import (
     DIALECTS,
     EVERY_LINK_DIALECTS,
     Dialect,
-    XmlProblem,
     find_root_name,
     iter_entry_batches,
     one_a_list,
 )
-from sitemap_crawl.parsing.xml.libxml import is_resource_limit
+from sitemap_crawl.parsing.xml.libxml import ELEMENT_FLOOD, XmlProblem, is_resource_limit
 from sitemap_crawl.parsing.xml.recover import read_recovering
 from sitemap_crawl.parsing.xml.sitemap_entries import finish_entry
 
@@ -110,6 +109,8 @@ class SitemapReader:
         self.entry_count = 0
         self._format, self._head, _ = decoded_stream(body, limits.max_size, limits.max_gzip_layers)
         self._dialect: Dialect | None = None
+        self._root_name: str | None = None
+        """The root element's local name as written (the XML reader's filter needs it)."""
         if is_robots:
             self.kind: str = ROBOTS_TXT
         elif self._format is BodyFormat.XML:
@@ -134,9 +135,10 @@ class SitemapReader:
 
     def _sniff_xml(self) -> str:
         try:
-            root, problem, _ = find_root_name(self._chunks())
+            self._root_name, problem, _ = find_root_name(self._chunks())
         except _LXML_VALUE_ERRORS as exc:
-            root, problem = None, f"{type(exc).__name__}: {exc}"
+            self._root_name, problem = None, f"{type(exc).__name__}: {exc}"
+        root = None if self._root_name is None else self._root_name.lower()
         dialects = EVERY_LINK_DIALECTS if self.every_link else DIALECTS
         if root is not None and root in dialects:
             self._dialect = dialects[root]
@@ -237,7 +239,7 @@ class SitemapReader:
     def _xml_entry_batches_or_problem(self, raw: bool) -> Iterator[list[Any]]:
         assert self._dialect is not None
         try:
-            yield from iter_entry_batches(self._chunks, self._dialect, self.url, raw)
+            yield from iter_entry_batches(self._chunks, self._dialect, self.url, raw, self._root_name)
         except XmlProblem as problem:
             self.error = problem.reason
             self.detail = problem.detail
@@ -251,7 +253,11 @@ class SitemapReader:
                     # had parsed just before. Read again in recover mode: the entries already
                     # given are skipped by __iter__ (same URL), and recover mode sometimes
                     # reads on past the problem.
-                    yield from one_a_list(read_recovering(self._chunks, self._dialect, self.url, skip=0, raw=raw))
+                    yield from one_a_list(
+                        read_recovering(
+                            self._chunks, self._dialect, self.url, skip=0, raw=raw, root_name=self._root_name
+                        )
+                    )
 
     def _text_entries(self) -> Iterator[SitemapPage]:
         # Lines already handled are skipped before any work: a gzip bomb of one line
@@ -302,6 +308,7 @@ _RESOURCE_LIMITS = (
     ("amplification", "entity expansion"),
     ("buffer size limit", "markup over 10 MB"),
     ("resource limit", "resource limit"),
+    (ELEMENT_FLOOD, ELEMENT_FLOOD),  # (ours: see EntryGap)
 )
 
 

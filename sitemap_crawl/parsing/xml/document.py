@@ -19,8 +19,13 @@ from sitemap_crawl.parsing.xml.feed_entries import read_atom_entry, read_rss_ite
 from sitemap_crawl.parsing.xml.input import WIDE_STARTS, push_parser_chunks, without_leading_space
 from sitemap_crawl.parsing.xml.libxml import (
     Element,
+    ElementFlood,
+    EntryGap,
+    XmlProblem,
     describe_error,
     drain,
+    entry_ends,
+    entry_parser,
     error_after_namespace_errors,
     is_namespace_error,
     is_resource_limit,
@@ -63,20 +68,11 @@ class Dialect:
         return self.extract_entry if raw and self.extract_entry is not None else self.read_entry
 
 
-class XmlProblem(Exception):
-    """An XML document stopped short; ``reason`` is the tree error text."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
-
-
 _ROOT_SCAN_STEP = 4096
 
 
 def find_root_name(chunks: Iterator[bytes]) -> tuple[str | None, str | None, list[bytes]]:
-    """Local name of the root element, an error text if none was found, and the chunks read.
+    """Local name of the root element (as written), an error text if none was found, and the chunks read.
 
     Reads at most about 1 MiB; the chunks read are returned so the caller can
     feed them again to the real parser.
@@ -90,14 +86,14 @@ def find_root_name(chunks: Iterator[bytes]) -> tuple[str | None, str | None, lis
             for start in range(0, len(chunk), _ROOT_SCAN_STEP):
                 parser.feed(chunk[start : start + _ROOT_SCAN_STEP])
                 for _event, element in parser.read_events():
-                    return local_name(_tag(element)).lower(), None, seen
+                    return local_name(_tag(element)), None, seen
             size += len(chunk)
             if size >= _ROOT_SCAN_LIMIT:  # (a comment or DOCTYPE of megabytes before it)
                 return None, f"no root element in the first {_ROOT_SCAN_LIMIT >> 20} MiB", seen
         else:
             parser.close()
             for _event, element in parser.read_events():
-                return local_name(_tag(element)).lower(), None, seen
+                return local_name(_tag(element)), None, seen
     except etree.XMLSyntaxError as exc:
         return None, with_detail(ErrorReason.PARSE_ERROR, str(exc)), seen
     except StreamError as exc:
@@ -114,6 +110,7 @@ def iter_entry_batches(
     dialect: Dialect,
     sitemap_url: str,
     raw: bool = False,
+    root_name: str | None = None,
 ) -> Iterator[list[Any]]:
     """Pages or sub-sitemap references of one XML document, in document order, a non-empty
     list at a time: the entries of one fed piece (those read after an error, one a list), so
@@ -125,6 +122,7 @@ def iter_entry_batches(
     Raises XmlProblem (after yielding every good entry) when the document is
     truncated, over a limit or unreadable past some point. With ``raw``, urlset
     pages come as :func:`.sitemap_entries.extract_url` tuples (see :func:`.sitemap_entries.finish_page`).
+    ``root_name``: the root's local name as written (:func:`find_root_name`), if not the dialect's.
     """
     make_chunks = functools.partial(without_leading_space, make_chunks)
     produced = 0
@@ -132,8 +130,11 @@ def iter_entry_batches(
     last_line_length = 0  # in characters, as libxml2 counts columns
     tail = b""  # the document's last bytes: does it end with its root's end tag?
     width: int | None = None  # bytes a character: 2 in UTF-16, 4 in UTF-32, else UTF-8's count
-    strict = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **parser_options(recover=False))
+    root_name = root_name or dialect.root
+    strict = entry_parser(dialect.entry_tag, root_name, recover=False)
     reading = EntryReading(dialect.reader(raw))
+    gap = EntryGap(local_name(dialect.entry_tag))
+    root: Element | None = None
     try:
         for chunk in make_chunks():
             if width is None:
@@ -146,26 +147,39 @@ def iter_entry_batches(
                 last_line_length = _char_count(chunk[newline + 1 :], width)
             tail = chunk[-_TAIL_SIZE:] if len(chunk) >= _TAIL_SIZE else (tail + chunk)[-_TAIL_SIZE:]
             for start in range(0, len(chunk), FEED_SIZE):
-                strict.feed(chunk[start : start + FEED_SIZE])
+                piece = chunk[start : start + FEED_SIZE]
+                strict.feed(piece)
                 entries: list[Any] = []
                 last = None
-                for _event, element in strict.read_events():
+                for event, element in strict.read_events():
+                    if event == "start":  # (the root's start, then each entry's)
+                        if root is None:
+                            gap.started(element)
+                            root = gap.root
+                        continue
+                    if element is root:
+                        continue  # (the root's end: the document's)
                     last = element
                     produced += 1
                     entry = reading.read(element, sitemap_url)
                     if entry is not None:
                         entries.append(entry)
                 if last is not None:
+                    gap.entry_read()
                     release_through(last)
+                else:
+                    gap.fed(piece)
                 if entries:
                     yield entries
         strict.close()
     except StreamError as exc:
         drain(strict)
         raise XmlProblem(exc.reason, str(exc)) from exc
+    except ElementFlood as exc:
+        raise XmlProblem(ErrorReason.PARSE_ERROR, str(exc)) from exc
     except etree.XMLSyntaxError as exc:
         # entries completed before the error (in the same feed) are still good
-        for _event, element in strict.read_events():
+        for element in entry_ends(strict, gap):
             produced += 1
             entry = reading.read(element, sitemap_url)
             release(element)
@@ -187,13 +201,15 @@ def iter_entry_batches(
             and not _closes_root(tail, dialect.root)  # an error near the end of a whole document
         ):
             raise XmlProblem(ErrorReason.TRUNCATED, message) from exc
-        recovered = yield from one_a_list(read_recovering(make_chunks, dialect, sitemap_url, skip=produced, raw=raw))
+        recovered = yield from one_a_list(
+            read_recovering(make_chunks, dialect, sitemap_url, skip=produced, raw=raw, root_name=root_name)
+        )
         if recovered.stream_error is not None:  # the body also broke off (size limit, cut gzip): say that
             raise XmlProblem(recovered.stream_error.reason, str(recovered.stream_error)) from exc
         if namespace_error and recovered.only_namespace_errors:
             return  # a prefix not declared (xmlns:image left out...): every entry was read
         raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
-    for _event, element in strict.read_events():
+    for element in entry_ends(strict, gap):
         entry = reading.read(element, sitemap_url)
         if entry is not None:
             yield [entry]

@@ -3,11 +3,39 @@ freeing the entries read."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from lxml import etree
 
 Element = Any  # lxml's _Element; kept loose so lxml-stubs are optional
+
+
+class XmlProblem(Exception):
+    """An XML document stopped short; ``reason`` is the tree error text."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+def entry_parser(entry_tag: str, root_name: str, recover: bool) -> etree.XMLPullParser:
+    """A pull parser of a document's entries (``entry_tag``: ``{*}url``...): their end events,
+    and the start events of the entries and of the root (``root_name``, its local name as
+    written), which :class:`EntryGap` needs."""
+    return etree.XMLPullParser(
+        events=("start", "end"), tag=(entry_tag, "{*}" + root_name), **parser_options(recover=recover)
+    )
+
+
+def entry_ends(parser: etree.XMLPullParser, gap: EntryGap) -> Iterator[Element]:
+    """The entries an :func:`entry_parser` has ended (its start events go to ``gap``)."""
+    for event, element in parser.read_events():
+        if event == "start":
+            gap.started(element)
+        elif element is not gap.root:  # (the root's end: the document's)
+            yield element
 
 
 def parser_options(recover: bool) -> dict[str, Any]:
@@ -104,3 +132,68 @@ def release_through(last: Element) -> None:
         last.clear(keep_tail=False)
     else:
         del parent[: parent.index(last) + 1]
+
+
+MAX_ELEMENTS_BETWEEN_ENTRIES = 100_000
+"""Elements libxml2 may build while no entry ends. A protocol entry holds a few dozen
+(1,000 images at most, a few elements each); each element costs libxml2 about 30 times its
+bytes (``<x/>``: 4 bytes, over 120 of memory)."""
+ELEMENT_FLOOD = f"over {MAX_ELEMENTS_BETWEEN_ENTRIES:,} elements with no entry ending"
+"""The detail of the parse error a flood of elements gives (the entries before it are kept)."""
+
+
+class ElementFlood(Exception):
+    """More than MAX_ELEMENTS_BETWEEN_ENTRIES elements were read with no entry ending, and
+    they cannot be freed (no entry read yet, or they are inside the element being built)."""
+
+
+class EntryGap:
+    """Bounds what libxml2 holds between two entries.
+
+    The entry parsers free the entries they read; any other element stays in the tree until
+    the next entry is freed. A document padded with other elements (``<x/>`` a million times
+    before, between or around its entries) would grow in memory about 30 times as fast as
+    its bytes. The elements started in the bytes fed while no entry ends are counted (from
+    the bytes: a ``<`` that opens no end tag, comment, declaration or PI); past
+    MAX_ELEMENTS_BETWEEN_ENTRIES, the finished elements are freed, down the path of elements
+    still open from the root (only the last child of an element can be open). An entry
+    being built is left whole, and :class:`ElementFlood` is raised if it holds more than
+    that many elements itself. (A parser that holds the bytes without building elements,
+    waiting for the ``;`` of ``&b``, has nothing to free: it goes on as before.)
+    """
+
+    __slots__ = ("_elements", "_entry_name", "root")
+
+    def __init__(self, entry_name: str) -> None:
+        self.root: Element | None = None
+        """The document's root element (from its start event), once the parser built it."""
+        self._entry_name = entry_name
+        """The entries' local name (``url``, ``sitemap``, ``item``, ``entry``)."""
+        self._elements = 0
+
+    def started(self, element: Element) -> None:
+        """A start event: the root's is remembered (the first, and only one without a parent)."""
+        if self.root is None and element.getparent() is None:
+            self.root = element
+
+    def entry_read(self) -> None:
+        """An entry ended (and is freed with those before it)."""
+        self._elements = 0
+
+    def fed(self, data: bytes) -> None:
+        """``data`` was fed and no entry ended in it."""
+        self._elements += data.count(b"<") - data.count(b"</") - data.count(b"<!") - data.count(b"<?")
+        if self._elements > MAX_ELEMENTS_BETWEEN_ENTRIES:
+            self._elements = 0
+            self._free()
+
+    def _free(self) -> None:
+        node = self.root
+        while node is not None and len(node):
+            if len(node) > 1:
+                del node[:-1]  # finished: every child but the last
+            node = node[0]
+            if local_name(node.tag) == self._entry_name:  # an entry being built: kept whole
+                if sum(1 for _ in node.iter()) > MAX_ELEMENTS_BETWEEN_ENTRIES:
+                    raise ElementFlood(ELEMENT_FLOOD)
+                return

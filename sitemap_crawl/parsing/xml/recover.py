@@ -11,10 +11,21 @@ from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
+from sitemap_crawl.kinds import ErrorReason
 from sitemap_crawl.parsing.stream import StreamError
 from sitemap_crawl.parsing.xml.entities import EntryReading
 from sitemap_crawl.parsing.xml.input import WIDE_STARTS
-from sitemap_crawl.parsing.xml.libxml import Element, first_error, parser_options, release
+from sitemap_crawl.parsing.xml.libxml import (
+    Element,
+    ElementFlood,
+    EntryGap,
+    XmlProblem,
+    entry_ends,
+    entry_parser,
+    first_error,
+    local_name,
+    release,
+)
 
 if TYPE_CHECKING:
     from sitemap_crawl.parsing.xml.document import Dialect
@@ -37,6 +48,7 @@ def read_recovering(
     sitemap_url: str,
     skip: int,
     raw: bool = False,
+    root_name: str | None = None,
 ) -> Generator[Any, None, Recovered]:
     """Read a malformed document again in recover mode, skipping ``skip`` entries.
 
@@ -44,8 +56,9 @@ def read_recovering(
     so such entries keep their exact values. An entry that lxml closes only because
     the input ran out (the document ends inside it) is not given: its values may be cut.
     """
-    parser = etree.XMLPullParser(events=("end",), tag=(dialect.entry_tag,), **parser_options(recover=True))
+    parser = entry_parser(dialect.entry_tag, root_name or dialect.root, recover=True)
     reading = EntryReading(dialect.reader(raw))
+    gap = EntryGap(local_name(dialect.entry_tag))
     seen = 0
     stream_error: StreamError | None = None
     ends_cleanly = True
@@ -54,21 +67,31 @@ def read_recovering(
             stripped = chunk.rstrip(_TAIL_SPACE)
             if stripped:
                 ends_cleanly = stripped.endswith(b">")
-            parser.feed(chunk)
-            for _event, element in parser.read_events():
-                seen += 1
-                if seen > skip:
-                    entry = reading.read(element, sitemap_url)
-                    if entry is not None:
-                        yield entry
-                release(element)
+            for start in range(0, len(chunk), RECOVER_FEED_SIZE):
+                piece = chunk[start : start + RECOVER_FEED_SIZE]
+                parser.feed(piece)
+                ended = False
+                for element in entry_ends(parser, gap):
+                    seen += 1
+                    if seen > skip:
+                        entry = reading.read(element, sitemap_url)
+                        if entry is not None:
+                            yield entry
+                    release(element)
+                    ended = True
+                if ended:
+                    gap.entry_read()
+                else:
+                    gap.fed(piece)
     except StreamError as exc:
         stream_error = exc
+    except ElementFlood as exc:
+        raise XmlProblem(ErrorReason.PARSE_ERROR, str(exc)) from exc
     with contextlib.suppress(etree.XMLSyntaxError):
         parser.close()
     if stream_error is None:
         held: Element | None = None  # the last element may be one the cut left open
-        for _event, element in parser.read_events():
+        for element in entry_ends(parser, gap):
             if held is not None:
                 seen += 1
                 if seen > skip:
@@ -86,6 +109,8 @@ def read_recovering(
 
 
 _TAIL_SPACE = b" \t\r\n\x00"
+RECOVER_FEED_SIZE = 256 * 1024
+"""Bytes fed to the recover parser at a time (what it builds is looked at between feeds)."""
 
 
 _MARKUP_FIX = re.compile(
