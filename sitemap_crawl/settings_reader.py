@@ -319,7 +319,11 @@ class SettingsReader:
         """The parsing bounds; a body is read (downloaded, then decompressed) up to the
         smaller of SITEMAP_CRAWL_MAX_SIZE and Scrapy's DOWNLOAD_MAXSIZE (when set)."""
         max_size = self.max_size
-        download_maxsize = int(self._settings.get("DOWNLOAD_MAXSIZE") or 0)
+        value = self._settings.get("DOWNLOAD_MAXSIZE") or 0
+        number = _finite_number(value)
+        if number is None or not number.is_integer():
+            raise SettingError(f"DOWNLOAD_MAXSIZE must be a whole number of bytes (0: no cap), not {value!r}")
+        download_maxsize = int(number)
         if download_maxsize > 0:
             max_size = min(max_size, download_maxsize)
         return Limits(
