@@ -453,6 +453,18 @@ def test_reader_detail_explains_the_error() -> None:
     assert reader.detail
 
 
+@pytest.mark.parametrize("later_entries", [0, 1, 50_000], ids=["alone", "one-after", "long"])
+def test_the_detail_of_an_entity_xml_does_not_define_names_it(later_entries: int) -> None:
+    # libxml2 keeps this error from lxml's pull parser, which said "no element found (line 0)"
+    # or, in a longer document, "Start tag expected" at line 1
+    later = "".join(f"<url><loc>https://www.example.org/{n}</loc></url>\n" for n in range(later_entries))
+    body = f'<urlset xmlns="{SM}">\n<url><loc>https://www.example.org/a&nbsp;b</loc></url>\n{later}</urlset>'
+    reader = SitemapReader(body.encode(), SITEMAP_URL)
+    assert len(list(reader)) == 1 + later_entries
+    assert reader.error == "parse error"
+    assert reader.detail is not None and reader.detail.startswith("Entity 'nbsp' not defined, line 2, column ")
+
+
 # -- namespace prefixes not declared ---------------------------------------------------------
 
 _UNDECLARED = {

@@ -15,7 +15,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from lxml import etree
 
@@ -36,8 +36,11 @@ from sitemap_crawl.parsing.stream import (
 from sitemap_crawl.parsing.xml.entities import has_dtd, inline_entity_references
 from sitemap_crawl.parsing.xml.input import push_parser_chunks, wide_declaration
 from sitemap_crawl.parsing.xml.libxml import (
+    DEFERRED_ERROR,
     ElementFlood,
     EntryGap,
+    checked_error,
+    checker,
     describe_error,
     error_after_namespace_errors,
     first_error,
@@ -250,30 +253,12 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
         if other is not None:  # lxml names the first error: the namespace one, and the one that matters
             facts.namespace_error = facts.namespace_error or message
             message = describe_error(other)
-        if message.startswith(_DEFERRED_ERROR):
-            message = _checker_error(body) or message
+        if message.startswith(DEFERRED_ERROR):
+            found = checked_error(push_parser_chunks(_chunks(body, SitemapFacts())), huge_tree=True)
+            message = message if found is None else str(found)
         facts.error = f"not well-formed XML: {message}"
     except StreamError as exc:
         facts.error = _gzip_error(exc)
-
-
-_DEFERRED_ERROR = "no element found"
-"""What lxml's pull parser says at its close when libxml2 stopped earlier on an error it
-kept to itself (seen: an entity XML does not define, such as ``&nbsp;``, with
-``resolve_entities=False``)."""
-
-
-def _checker_error(body: Body) -> str | None:
-    """The error libxml2 finds in ``body`` read once more by a :func:`_checker` (which says
-    what the pull parser did not), or None."""
-    checker = _checker()
-    try:
-        for chunk in push_parser_chunks(_chunks(body, SitemapFacts())):
-            checker.feed(chunk)
-        checker.close()
-    except (etree.XMLSyntaxError, StreamError) as exc:
-        return str(exc)
-    return None
 
 
 def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
@@ -338,23 +323,6 @@ class _NamespaceErrors(Exception):
     """The strict parser stopped on namespace errors only (read again in recover mode)."""
 
 
-class _NoTree:
-    """A parser target that keeps nothing: libxml2 checks the document, no tree is built.
-
-    Only ``close``: lxml calls a target's start, end and data methods when it has them
-    (one Python call an event); without them, nothing but libxml2 runs."""
-
-    def close(self) -> None:
-        return None
-
-
-def _checker(recover: bool = False) -> etree.XMLParser:
-    """A parser that only says whether a document is well-formed (for one without entries to
-    read: a feed's tree would otherwise be held whole, its items being below the root's child)."""
-    target = cast("etree.ParserTarget", _NoTree())  # the stubs want every method; lxml does not
-    return etree.XMLParser(target=target, resolve_entities=False, huge_tree=True, recover=recover)
-
-
 def _check_utf8(
     decoder: codecs.IncrementalDecoder, chunk: bytes, offset: int, facts: SitemapFacts, final: bool = False
 ) -> codecs.IncrementalDecoder | None:
@@ -375,7 +343,7 @@ class _EntryReader:
     A small parser finds the root element first (fed 4 KiB at a time, it stops at the
     root's start tag); the main parser then reports only the root's entry elements
     (lxml filters the tags in C: no Python call for the other elements). A document whose
-    root has no entries (a feed, another root, none) only goes through a :func:`_checker`.
+    root has no entries (a feed, another root, none) only goes through a :func:`checker`.
     """
 
     def __init__(self, facts: SitemapFacts, recover: bool = False) -> None:
@@ -389,7 +357,7 @@ class _EntryReader:
         self._finder: etree.XMLPullParser | None = _parser(("start",))
         self._held: list[bytes] = []
         self._main: etree.XMLPullParser | etree.XMLParser | None = None
-        """The pull parser of the entries, or a :func:`_checker` when the root has none."""
+        """The pull parser of the entries, or a :func:`checker` when the root has none."""
         self._entry_tag: str | None = None
         self._gap = EntryGap("")
         self.read_before_error: list[RawEntry] = []
@@ -465,7 +433,7 @@ class _EntryReader:
     def _start_main(self) -> None:
         self._entry_tag = _ENTRY_TAGS.get(self.facts.root or "")
         if self._entry_tag is None:
-            self._main = _checker(self.recover)
+            self._main = checker(self.recover, huge_tree=True)
         elif self.recover:  # every element: one named prefix:url (its prefix not declared) too
             self._main = _parser(("end",), None, recover=True)
         else:  # the entries, and the root's start (see EntryGap)

@@ -18,10 +18,12 @@ from sitemap_crawl.parsing.xml.entities import EntryReading
 from sitemap_crawl.parsing.xml.feed_entries import read_atom_entry, read_rss_item
 from sitemap_crawl.parsing.xml.input import WIDE_STARTS, push_parser_chunks, without_leading_space
 from sitemap_crawl.parsing.xml.libxml import (
+    DEFERRED_ERROR,
     Element,
     ElementFlood,
     EntryGap,
     XmlProblem,
+    checked_error,
     describe_error,
     drain,
     entry_ends,
@@ -189,6 +191,11 @@ def iter_entry_batches(
         other = error_after_namespace_errors(strict)
         if other is not None:  # lxml names the first error: say the one that matters
             message, position = describe_error(other), (other.line, other.column)
+        elif message.startswith(DEFERRED_ERROR) or position <= (1, 1):
+            # libxml2 kept its error to itself (``&nbsp;``): a parser that builds nothing says it
+            found = checked_error(make_chunks())
+            if found is not None:
+                message, position = str(found), found.position
         if is_resource_limit(message):
             raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
         if message.startswith("Extra content at the end of the document"):

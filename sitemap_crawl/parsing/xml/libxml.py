@@ -3,10 +3,12 @@ freeing the entries read."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, cast
 
 from lxml import etree
+
+from sitemap_crawl.parsing.stream import StreamError
 
 Element = Any  # lxml's _Element; kept loose so lxml-stubs are optional
 
@@ -36,6 +38,44 @@ def entry_ends(parser: etree.XMLPullParser, gap: EntryGap) -> Iterator[Element]:
             gap.started(element)
         elif element is not gap.root:  # (the root's end: the document's)
             yield element
+
+
+class _NoTree:
+    """A parser target that keeps nothing: libxml2 checks the document, no tree is built.
+
+    Only ``close``: lxml calls a target's start, end and data methods when it has them
+    (one Python call an event); without them, nothing but libxml2 runs."""
+
+    def close(self) -> None:
+        return None
+
+
+def checker(recover: bool = False, huge_tree: bool = False) -> etree.XMLParser:
+    """A feed parser that only says whether a document is well-formed (no tree held)."""
+    target = cast("etree.ParserTarget", _NoTree())  # the stubs want every method; lxml does not
+    return etree.XMLParser(target=target, resolve_entities=False, huge_tree=huge_tree, recover=recover)
+
+
+DEFERRED_ERROR = "no element found"
+"""What lxml's pull parser says at its close when libxml2 stopped earlier on an error it
+kept to itself (seen: an entity XML does not define, such as ``&nbsp;``, with
+``resolve_entities=False``; in a longer document lxml may name another error, at line 1)."""
+
+
+def checked_error(chunks: Iterable[bytes], huge_tree: bool = False) -> etree.XMLSyntaxError | None:
+    """The first error a :func:`checker` finds in the document (the one a pull parser that
+    said :data:`DEFERRED_ERROR` kept to itself), or None. ``chunks`` may raise StreamError
+    (a size cap, a broken gzip stream): None, the checker read no error before it."""
+    parser = checker(huge_tree=huge_tree)
+    try:
+        for chunk in chunks:
+            parser.feed(chunk)
+        parser.close()
+    except etree.XMLSyntaxError as exc:
+        return exc
+    except StreamError:
+        return None
+    return None
 
 
 def parser_options(recover: bool) -> dict[str, Any]:
