@@ -77,6 +77,24 @@ def test_first_run_exports_every_page_as_added(fixture_site: SiteFactory, crawl:
     assert result.kinds()[site.url("/a.xml")] == "xml_urlset"
 
 
+def test_a_history_run_leaves_scrapys_http_cache_right_for_runs_without_it(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # Scrapy's cache keys a request without its headers: the 304s answering the conditional
+    # requests were stored over the 200s, and a later run from the cache had no page at all
+    site = _site(fixture_site)
+    cache = {"HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(tmp_path / "httpcache")}
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    second = _run(crawl, site, history, **cache)  # conditional requests, the cache on
+    assert second.stats["sitemap_crawl/history/not_modified"] == 3
+
+    plain = crawl({"homepage": site.base, "use_known_paths": False}, settings={**FAST, **cache}).assert_ok()
+
+    assert sorted(row["url"].removeprefix(site.base) for row in plain.pages) == ["/a1", "/a2", "/a3", "/b1", "/b2"]
+    assert plain.kinds()[site.url("/a.xml")] == "xml_urlset"
+
+
 def test_plain_runs_have_no_change_field(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
     site = _site(fixture_site)
 

@@ -605,6 +605,9 @@ class SitemapsSpider(Spider):
             return
         if headers:
             request.headers.update(headers)
+            # Scrapy's HTTP cache keys a request without its headers: a 304 stored for it would
+            # answer later requests that are not conditional (runs without the history)
+            request.meta["dont_cache"] = True
         self.crawler.engine.crawl(request)
 
     def _report_node(self, website_url: str, node: NodeReport) -> None:
