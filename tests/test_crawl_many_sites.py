@@ -299,3 +299,29 @@ def test_a_run_a_closespider_limit_stops_stops_its_crawl_processes_without_an_er
 
     assert "closespider_pagecount" in result.log
     assert "ERROR" not in result.log, result.log[-3000:]
+
+
+@pytest.mark.parametrize("limit", ["per-ip", "download-slots"])
+def test_the_per_ip_and_per_slot_bounds_hold_for_sitemap_requests(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path, limit: str
+) -> None:
+    # the spider held CONCURRENT_REQUESTS_PER_DOMAIN only: 10 sites on one address with
+    # CONCURRENT_REQUESTS_PER_IP=2 were seen 30 requests at a time, a DOWNLOAD_SLOTS
+    # concurrency of 1 three at a time
+    site, expected = many_sites(fixture_site)
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text("".join(f"http://{name}:{site.port}/\n" for name in list(expected)[:12]), encoding="utf-8")
+    settings: dict[str, Any] = {**SETTINGS, "SITEMAP_CRAWL_PROCESSES": 1}
+    if limit == "per-ip":  # (Scrapy's default priority queue refuses CONCURRENT_REQUESTS_PER_IP)
+        settings |= {"CONCURRENT_REQUESTS_PER_IP": 2, "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue"}
+    else:
+        settings["DOWNLOAD_SLOTS"] = {"s00.test": {"concurrency": 1}}
+
+    result = crawl({"homepages_file": str(homepages)}, settings=settings).assert_ok()
+
+    assert len({row["website"] for row in result.pages}) == 12
+    if limit == "per-ip":  # every *.test host is 127.0.0.1
+        assert site.most_in_flight_in_all == 2, site.most_in_flight
+    else:
+        assert site.most_in_flight["s00.test"] == 1  # its index's 12 slow children, one at a time
+        assert max(site.most_in_flight.values()) <= PER_HOST

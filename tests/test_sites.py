@@ -6,9 +6,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from scrapy.settings import Settings
 
 from sitemap_crawl.arguments import SpiderArgumentError
-from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
+from sitemap_crawl.sites import HomepageList, HostGate, Shard, SlotLimits, host_of
 from sitemap_crawl.sites.backlog import RETRY_AFTER, SendValve
 
 
@@ -62,7 +63,7 @@ def test_a_missing_file_is_one_clear_error(tmp_path: Path) -> None:
 
 def test_host_gate_holds_each_host_to_its_bound_in_order() -> None:
     sent: list[str] = []
-    gate: HostGate[str] = HostGate(2, sent.append)
+    gate: HostGate[str] = HostGate(SlotLimits(2), sent.append)
     for item in ("a1", "a2", "a3", "b1", "a4"):
         gate.submit("a" if item[0] == "a" else "b", item)
     assert sent == ["a1", "a2", "b1"]
@@ -73,6 +74,23 @@ def test_host_gate_holds_each_host_to_its_bound_in_order() -> None:
     assert sent == ["a1", "a2", "b1", "a3", "a4"]
     assert gate.most_in_flight == 2
     assert gate.in_flight("a") == 1
+
+
+def test_slot_limits_read_scrapys_settings_as_its_downloader_does() -> None:
+    by_host = SlotLimits.from_settings(
+        Settings({"CONCURRENT_REQUESTS_PER_DOMAIN": 4, "DOWNLOAD_SLOTS": {"cdn.example": {"concurrency": 1}}})
+    )
+    assert (by_host.by_ip, by_host.of("shop.example"), by_host.of("cdn.example")) == (False, 4, 1)
+    by_ip = SlotLimits.from_settings(Settings({"CONCURRENT_REQUESTS_PER_IP": 2}))
+    assert (by_ip.by_ip, by_ip.of("192.0.2.1")) == (True, 2)
+
+
+def test_host_gate_holds_each_key_to_its_own_bound() -> None:
+    sent: list[str] = []
+    gate: HostGate[str] = HostGate(SlotLimits(3, slots={"a": {"concurrency": 1}}), sent.append)
+    for item in ("a1", "a2", "b1", "b2", "b3", "b4"):
+        gate.submit(item[0], item)
+    assert sent == ["a1", "b1", "b2", "b3"]
 
 
 def test_host_of_lowers_the_host_and_drops_the_port() -> None:

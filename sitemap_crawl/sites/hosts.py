@@ -1,20 +1,55 @@
-"""Politeness per host: at most N requests in flight to one host name, the rest waiting.
+"""Politeness per download slot: at most N requests in flight to one host (or one IP), the
+rest waiting.
 
 Scrapy's CONCURRENT_REQUESTS_PER_DOMAIN is not a hard bound when many requests for one
 host reach the downloader at once (Scrapy 2.19 starts every queued download of a slot in
 one pass: 40 requests handed over together were seen 16 to 23 at a time by the server,
 with a limit of 8); the ``sitemaps`` spider holds its sitemap requests here until the
-host has room.
+slot has room. Slots are what Scrapy's downloader makes of its settings (:class:`SlotLimits`).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 T = TypeVar("T")
+
+
+class SlotLimits:
+    """Requests one download slot may have in flight, as Scrapy's downloader reads its
+    settings: ``DOWNLOAD_SLOTS[key]["concurrency"]``, else CONCURRENT_REQUESTS_PER_IP when
+    set (the slots are then IP addresses: :attr:`by_ip`), else CONCURRENT_REQUESTS_PER_DOMAIN
+    (the slots are host names)."""
+
+    __slots__ = ("_slots", "per_domain", "per_ip")
+
+    def __init__(self, per_domain: int, per_ip: int = 0, slots: Mapping[str, Any] | None = None) -> None:
+        self.per_domain = max(1, per_domain)
+        self.per_ip = max(0, per_ip)
+        self._slots = dict(slots or {})
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> SlotLimits:
+        return cls(
+            settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
+            settings.getint("CONCURRENT_REQUESTS_PER_IP"),
+            settings.getdict("DOWNLOAD_SLOTS"),
+        )
+
+    @property
+    def by_ip(self) -> bool:
+        """Whether Scrapy keys its slots by the IP address a host resolves to."""
+        return self.per_ip > 0
+
+    def of(self, key: str) -> int:
+        """The bound of slot ``key`` (a host name, or an IP address with :attr:`by_ip`)."""
+        slot = self._slots.get(key)
+        if isinstance(slot, Mapping) and "concurrency" in slot:
+            return max(1, int(slot["concurrency"]))
+        return self.per_ip or self.per_domain
 
 
 def host_of(url: str) -> str:
@@ -23,10 +58,11 @@ def host_of(url: str) -> str:
 
 
 class HostGate(Generic[T]):
-    """Sends items to ``send`` with at most ``per_host`` in flight per host, in order per host."""
+    """Sends items to ``send`` with at most ``limits.of(key)`` in flight per slot key (a host
+    name or an IP address), in order per key."""
 
-    def __init__(self, per_host: int, send: Callable[[T], None]) -> None:
-        self.per_host = max(1, per_host)
+    def __init__(self, limits: SlotLimits, send: Callable[[T], None]) -> None:
+        self.limits = limits
         self._send = send
         self._in_flight: dict[str, int] = {}
         self._waiting: dict[str, deque[T]] = {}
@@ -35,7 +71,7 @@ class HostGate(Generic[T]):
 
     def submit(self, host: str, item: T) -> None:
         """Send ``item`` now if ``host`` has room, else when it has."""
-        if self._in_flight.get(host, 0) < self.per_host and host not in self._waiting:
+        if self._in_flight.get(host, 0) < self.limits.of(host) and host not in self._waiting:
             self._start(host, item)
         else:
             self._waiting.setdefault(host, deque()).append(item)

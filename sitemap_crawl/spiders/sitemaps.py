@@ -16,8 +16,9 @@ import itertools
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urljoin
 
 from scrapy import Request, Spider, signals
@@ -25,6 +26,7 @@ from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
+from scrapy.resolver import dnscache
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from twisted.python.failure import Failure
 
@@ -70,7 +72,7 @@ from sitemap_crawl.queue.config import parse_queue_url
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import ENDED, NODE, PAGES, SITE, HelperProcesses, page_batch
 from sitemap_crawl.signals import site_finished, sitemap_node, sitemap_response
-from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
+from sitemap_crawl.sites import HomepageList, HostGate, Shard, SlotLimits, host_of
 from sitemap_crawl.sites.backlog import SendValve
 from sitemap_crawl.spiders.batch_window import BatchTracker, BatchWindow
 from sitemap_crawl.spiders.download_counts import DownloadCounts
@@ -323,10 +325,12 @@ class SitemapsSpider(Spider):
                 spider_path = f"{type(self).__module__}.{type(self).__qualname__}"
                 self.helpers = HelperProcesses(self.crawler, spider_path, self.arguments, share.count)
             self.homepages.shard = share
-        per_host = self.crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         backlog_limit = max(BACKLOG_MIN, 2 * self.crawler.settings.getint("CONCURRENT_REQUESTS"))
         self.valve: SendValve[Visit] = SendValve(backlog_limit, self._responses_in_process, self._send)
-        self.gate: HostGate[Visit] = HostGate(per_host, self.valve.submit)
+        self.gate: HostGate[Visit] = HostGate(SlotLimits.from_settings(self.crawler.settings), self.valve.submit)
+        self._slot_keys: dict[str, deque[str]] = {}
+        """The gate's key of each sitemap URL in flight when slots are IP addresses (the DNS
+        cache may learn a host's address between its request and its answer)."""
         self.sites: dict[str, SiteDiscovery] = {}
         """The sites being mapped, by website URL."""
         self.sites_done = 0
@@ -569,9 +573,37 @@ class SitemapsSpider(Spider):
             raise DontCloseSpider
 
     def _gate_visit(self, visit: Visit) -> None:
-        """A sitemap to fetch: sent once its host has fewer than CONCURRENT_REQUESTS_PER_DOMAIN
-        sitemap requests in flight."""
-        self.gate.submit(host_of(visit.url), visit)
+        """A sitemap to fetch: sent once its download slot (its host, or with
+        CONCURRENT_REQUESTS_PER_IP its host's address) has room (:class:`SlotLimits`)."""
+        host = host_of(visit.url)
+        if not self.gate.limits.by_ip:
+            self.gate.submit(host, visit)
+            return
+        address = dnscache.get(host)
+        if address is not None:
+            self._submit_to_slot(address, visit)
+            return
+        from twisted.internet import reactor  # here: importing it at module level would install one
+
+        resolving = cast(Any, reactor).resolve(host)  # (the stubs type its name wrongly)
+        resolving.addCallbacks(
+            lambda address: self._submit_to_slot(str(address), visit),
+            lambda _failure: self._submit_to_slot(host, visit),  # (the request fails the same way)
+        )
+
+    def _submit_to_slot(self, key: str, visit: Visit) -> None:
+        self._slot_keys.setdefault(visit.url, deque()).append(key)
+        self.gate.submit(key, visit)
+
+    def _slot_key(self, visit: Visit) -> str:
+        """The gate's key a sitemap in flight was sent under (forgotten)."""
+        keys = self._slot_keys.get(visit.url)
+        if not keys:
+            return host_of(visit.url)
+        key = keys.popleft()
+        if not keys:
+            del self._slot_keys[visit.url]
+        return key
 
     def _responses_in_process(self) -> int:
         """Responses downloaded whose callback output is not yet through the item pipelines."""
@@ -626,7 +658,7 @@ class SitemapsSpider(Spider):
             # what was read for its request, if still held (the sitemap failed, was left out
             # after a redirect, or answered 304 unasked): every ending passes here
             self.history.forget(visit.url)
-        self.gate.release(host_of(visit.url))
+        self.gate.release(self._slot_key(visit))
         discovery = self.sites.get(visit.site)
         if discovery is not None:
             discovery.done(visit)

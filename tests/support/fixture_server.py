@@ -278,6 +278,7 @@ class _Handler(BaseHTTPRequestHandler):
         with site._condition:
             in_flight = site.in_flight[host] = site.in_flight.get(host, 0) + 1
             site.most_in_flight[host] = max(site.most_in_flight.get(host, 0), in_flight)
+            site.most_in_flight_in_all = max(site.most_in_flight_in_all, sum(site.in_flight.values()))
         self._in_flight_host: str | None = host
         try:
             self._answer_route(route, host, head=head)
@@ -437,6 +438,8 @@ class FixtureServer:
         self.in_flight: dict[str, int] = {}
         self.most_in_flight: dict[str, int] = {}
         """The largest number of requests seen in flight at once, by Host (virtual hosts)."""
+        self.most_in_flight_in_all = 0
+        """The largest number of requests seen in flight at once, all hosts together (one IP)."""
         self.errors: list[str] = []
         self._requests: list[RecordedRequest] = []
         self._attempts: dict[str, int] = {}
