@@ -403,6 +403,29 @@ def test_gbk_bytes_in_a_utf8_feed() -> None:
     assert urls[-1] == "https://www.example.org/3"
 
 
+@pytest.mark.parametrize("declaration", ['<?xml version="1.0" encoding="UTF-8"?>', ""], ids=["declared", "default"])
+def test_a_byte_not_utf8_in_a_utf8_url_is_kept_as_a_percent_escape(declaration: str) -> None:
+    # recover mode read it as U+FFFD: "caf\ufffd", a URL that names no page (a text sitemap keeps %E9)
+    body = (
+        f'{declaration}<urlset xmlns="{SM}"><url><loc>https://www.example.org/a</loc></url>'
+        "<url><loc>https://www.example.org/caf"
+    ).encode() + b"\xe9</loc></url><url><loc>https://www.example.org/\xc3\xa9t\xc3\xa9</loc></url></urlset>"
+    urls = ["https://www.example.org/a", "https://www.example.org/caf%E9", "https://www.example.org/été"]
+    assert outcome(body) == ("xml_urlset", "parse error", urls)
+
+
+def test_a_latin1_document_is_read_in_its_own_encoding_after_an_error() -> None:
+    body = (
+        f'<?xml version="1.0" encoding="ISO-8859-1"?><urlset xmlns="{SM}">'
+        "<url><loc>https://www.example.org/a?x=1&y</loc></url><url><loc>https://www.example.org/caf"
+    ).encode() + b"\xe9</loc></url></urlset>"
+    assert outcome(body) == (
+        "xml_urlset",
+        "parse error",
+        ["https://www.example.org/a?x=1&y", "https://www.example.org/café"],
+    )
+
+
 def test_junk_after_the_root_keeps_every_entry() -> None:
     document = _multi_line_urlset()
     for junk in (

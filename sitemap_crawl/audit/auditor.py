@@ -26,7 +26,6 @@ from sitemap_crawl.audit.scan import (
     URLSET,
     RawEntry,
     SitemapFacts,
-    is_utf8,
     scan_batches,
     text_lines,
 )
@@ -34,6 +33,7 @@ from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_last
 from sitemap_crawl.parsing.fields import child_sitemap_url
 from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body
+from sitemap_crawl.parsing.xml.input import is_utf8
 
 SITE_PAGE_LIMIT = 5_000_000
 """Pages remembered per site for ``duplicate-across-sitemaps`` (16 to 32 bytes each)."""

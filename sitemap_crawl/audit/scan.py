@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,8 +21,6 @@ from lxml import etree
 from sitemap_crawl.parsing.reader import DEFAULT_LIMITS
 from sitemap_crawl.parsing.stream import (
     GZIP_MAGIC,
-    UTF16_STARTS,
-    UTF32_STARTS,
     Body,
     CorruptInput,
     FileBody,
@@ -34,7 +31,7 @@ from sitemap_crawl.parsing.stream import (
     peek,
 )
 from sitemap_crawl.parsing.xml.entities import has_dtd, inline_entity_references
-from sitemap_crawl.parsing.xml.input import push_parser_chunks, wide_declaration
+from sitemap_crawl.parsing.xml.input import declared_encoding, is_utf8, push_parser_chunks, wide_declaration
 from sitemap_crawl.parsing.xml.libxml import (
     DEFERRED_ERROR,
     ElementFlood,
@@ -55,13 +52,6 @@ SCAN_LIMIT = 64 * 1024 * 1024
 """Uncompressed bytes of a gzip body read: a little past the protocol's 50 MiB, to see it passed."""
 _CHUNK_SIZE = 64 * 1024
 """Bytes read (and decompressed) at a time; the entries of a chunk are checked as one batch."""
-_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "UTF-32"),
-    (codecs.BOM_UTF32_BE, "UTF-32"),
-    (codecs.BOM_UTF16_LE, "UTF-16"),
-    (codecs.BOM_UTF16_BE, "UTF-16"),
-)
 
 
 @dataclass(slots=True)
@@ -94,27 +84,6 @@ class SitemapFacts:
     bad_utf8: int | None = None
     """Offset (in the uncompressed document) of the first byte that is not UTF-8, when
     the document claims UTF-8 (or names no encoding, so UTF-8 by default)."""
-
-
-def is_utf8(encoding: str | None) -> bool:
-    """Whether an encoding name (None: not named) means UTF-8."""
-    return encoding is None or encoding.upper().replace("_", "-") in ("UTF-8", "UTF8")
-
-
-def declared_encoding(head: bytes) -> str | None:
-    """The encoding a byte order mark or the XML declaration names, or None (UTF-8 by default);
-    without a mark, a ``<`` in UTF-32 or UTF-16 (the XML specification's appendix F)."""
-    for bom, name in _BOMS:
-        if head.startswith(bom):
-            return name
-    if head.startswith(codecs.BOM_UTF8):
-        return "UTF-8"
-    if head.startswith(UTF32_STARTS):
-        return "UTF-32"
-    if head.startswith(UTF16_STARTS):
-        return "UTF-16"
-    match = _ENCODING.match(head[:200])
-    return match.group(1).decode("ascii") if match else None
 
 
 def body_head(body: Body, size: int) -> bytes:

@@ -100,3 +100,33 @@ def without_leading_space(make_chunks: Callable[[], Iterator[bytes]]) -> Iterato
         return
     if bom:
         yield bom
+
+
+_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+
+
+def is_utf8(encoding: str | None) -> bool:
+    """Whether an encoding name (None: not named) means UTF-8."""
+    return encoding is None or encoding.upper().replace("_", "-") in ("UTF-8", "UTF8")
+
+
+def declared_encoding(head: bytes) -> str | None:
+    """The encoding a byte order mark or the XML declaration names, or None (UTF-8 by default);
+    without a mark, a ``<`` in UTF-32 or UTF-16 (the XML specification's appendix F)."""
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name
+    if head.startswith(codecs.BOM_UTF8):
+        return "UTF-8"
+    if head.startswith(UTF32_STARTS):
+        return "UTF-32"
+    if head.startswith(UTF16_STARTS):
+        return "UTF-16"
+    match = _ENCODING.match(head[:200])
+    return match.group(1).decode("ascii") if match else None

@@ -3,6 +3,7 @@ generators leave in text escaped first so that the entries keep their exact valu
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import re
 from collections.abc import Callable, Generator, Iterator
@@ -14,7 +15,7 @@ from lxml import etree
 from sitemap_crawl.kinds import ErrorReason
 from sitemap_crawl.parsing.stream import StreamError
 from sitemap_crawl.parsing.xml.entities import EntryReading
-from sitemap_crawl.parsing.xml.input import WIDE_STARTS
+from sitemap_crawl.parsing.xml.input import WIDE_STARTS, declared_encoding, is_utf8, wide_declaration
 from sitemap_crawl.parsing.xml.libxml import (
     Element,
     ElementFlood,
@@ -63,7 +64,7 @@ def read_recovering(
     stream_error: StreamError | None = None
     ends_cleanly = True
     try:
-        for chunk in _repair_markup(make_chunks()):
+        for chunk in _repair_markup(_escape_bytes_not_utf8(make_chunks())):
             stripped = chunk.rstrip(_TAIL_SPACE)
             if stripped:
                 ends_cleanly = stripped.endswith(b">")
@@ -128,6 +129,35 @@ _CDATA_END = b"]]>"
 
 
 _REPAIR_LOOKAHEAD = 16
+
+
+_BYTE_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+"""A byte that is not UTF-8, as the ``surrogateescape`` error handler decodes it."""
+
+
+def _escape_bytes_not_utf8(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """In a UTF-8 document (so declared, or by default), each byte that is not UTF-8 as ``%XX``.
+
+    Recover mode reads such a byte as U+FFFD: a URL ``caf\ufffd`` that names no page. ``%E9``
+    is the byte the server meant, as a text sitemap's URL keeps it. Another encoding passes
+    unchanged."""
+    decoder: codecs.IncrementalDecoder | None = None
+    for chunk in chunks:
+        if decoder is None:
+            if not is_utf8(wide_declaration(chunk) or declared_encoding(chunk)):
+                yield chunk
+                yield from chunks
+                return
+            decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        yield _escaped(decoder.decode(chunk))
+    if decoder is not None and (rest := decoder.decode(b"", final=True)):
+        yield _escaped(rest)
+
+
+def _escaped(text: str) -> bytes:
+    if _BYTE_NOT_UTF8.search(text) is not None:
+        text = _BYTE_NOT_UTF8.sub(lambda byte: f"%{ord(byte[0]) - 0xDC00:02X}", text)
+    return text.encode("utf-8")
 
 
 def _repair_markup(chunks: Iterator[bytes]) -> Iterator[bytes]:
