@@ -12,5 +12,5 @@ no DTD is loaded and nothing is fetched.
 - :mod:`.entities`: documents with a DTD (entity references kept as written, never expanded);
 - :mod:`.sitemap_entries`: ``<url>`` and ``<sitemap>`` entries, as raw texts and as items;
 - :mod:`.feed_entries`: RSS items and Atom entries;
-- :mod:`.libxml`: how lxml is driven (parser options, tag names, its error log, freeing elements).
+- :mod:`.libxml`: how lxml is driven (the parsers, tag names, the error log, freeing elements).
 """

@@ -1,5 +1,5 @@
-"""How lxml (libxml2) is driven: the parser options, tag names, the parser's error log, and
-freeing the entries read."""
+"""How lxml (libxml2) is driven: the parsers (of entries, and a checker that builds nothing),
+their options, tag names, the error log, and freeing what was read (:class:`EntryGap`)."""
 
 from __future__ import annotations
 
@@ -183,8 +183,8 @@ ELEMENT_FLOOD = f"over {MAX_ELEMENTS_BETWEEN_ENTRIES:,} elements with no entry e
 
 
 class ElementFlood(Exception):
-    """More than MAX_ELEMENTS_BETWEEN_ENTRIES elements were read with no entry ending, and
-    they cannot be freed (no entry read yet, or they are inside the element being built)."""
+    """An entry being built holds more than MAX_ELEMENTS_BETWEEN_ENTRIES elements (they
+    cannot be freed: the entry is read whole once it ends)."""
 
 
 class EntryGap:
