@@ -319,11 +319,15 @@ class SettingsReader:
         """The parsing bounds; a body is read (downloaded, then decompressed) up to the
         smaller of SITEMAP_CRAWL_MAX_SIZE and Scrapy's DOWNLOAD_MAXSIZE (when set)."""
         max_size = self.max_size
-        value = self._settings.get("DOWNLOAD_MAXSIZE") or 0
-        number = _finite_number(value)
-        if number is None or not number.is_integer():
-            raise SettingError(f"DOWNLOAD_MAXSIZE must be a whole number of bytes (0: no cap), not {value!r}")
-        download_maxsize = int(number)
+        value = self._settings.get("DOWNLOAD_MAXSIZE")
+        try:  # (as Scrapy reads it: int(), so "1.0" or "" would fail in its downloader)
+            download_maxsize = int(value)
+        except (TypeError, ValueError):
+            download_maxsize = -1
+        if download_maxsize < 0:  # (Scrapy would cancel every download over a negative cap)
+            raise SettingError(
+                f"DOWNLOAD_MAXSIZE must be a whole number of bytes, 0 or more (0: no cap), not {value!r}"
+            )
         if download_maxsize > 0:
             max_size = min(max_size, download_maxsize)
         return Limits(

@@ -346,7 +346,7 @@ def test_a_gzip_robots_txt_over_the_size_cap_once_inflated_is_a_robots_txt_node_
         # a number it cannot read: tracebacks, exit code 0; one out of range: taken as it was
         ("SITEMAP_CRAWL_MAX_SIZE", "8KB", "must be a positive whole number, not '8KB'"),
         ("SITEMAP_CRAWL_MAX_DEPTH", "-1", "must be a whole number from 0 to 100, not '-1'"),
-        ("DOWNLOAD_MAXSIZE", "abc", "must be a whole number of bytes (0: no cap), not 'abc'"),
+        ("DOWNLOAD_MAXSIZE", "abc", "must be a whole number of bytes, 0 or more (0: no cap), not 'abc'"),
     ],
 )
 def test_a_bad_setting_stops_the_crawl_with_one_line(

@@ -20,8 +20,11 @@ from sitemap_crawl.settings_reader import SettingError, SettingsReader
         ("SITEMAP_CRAWL_MAX_SIZE", "0", "a positive whole number"),
         ("SITEMAP_CRAWL_MAX_SIZE", -5, "a positive whole number"),
         # (Scrapy's own size cap, read with it: a ValueError traceback)
-        ("DOWNLOAD_MAXSIZE", "abc", "a whole number of bytes (0: no cap)"),
-        ("DOWNLOAD_MAXSIZE", "1.5", "a whole number of bytes (0: no cap)"),
+        ("DOWNLOAD_MAXSIZE", "abc", "a whole number of bytes, 0 or more (0: no cap)"),
+        ("DOWNLOAD_MAXSIZE", "1.5", "a whole number of bytes, 0 or more (0: no cap)"),
+        ("DOWNLOAD_MAXSIZE", "1.0", "a whole number of bytes, 0 or more (0: no cap)"),
+        ("DOWNLOAD_MAXSIZE", "", "a whole number of bytes, 0 or more (0: no cap)"),
+        ("DOWNLOAD_MAXSIZE", "-1", "a whole number of bytes, 0 or more (0: no cap)"),
         ("SITEMAP_CRAWL_MAX_DEPTH", "ten", "a whole number from 0 to 100"),
         ("SITEMAP_CRAWL_MAX_DEPTH", "-1", "a whole number from 0 to 100"),
         ("SITEMAP_CRAWL_MAX_DEPTH", "2.5", "a whole number from 0 to 100"),

@@ -33,13 +33,13 @@ from sitemap_crawl.parsing.stream import (
 from sitemap_crawl.parsing.xml.entities import has_dtd, inline_entity_references
 from sitemap_crawl.parsing.xml.input import declared_encoding, is_utf8, push_parser_chunks, wide_declaration
 from sitemap_crawl.parsing.xml.libxml import (
-    DEFERRED_ERROR,
     ElementFlood,
     EntryGap,
     checked_error,
     checker,
     describe_error,
     error_after_namespace_errors,
+    error_kept_back,
     first_error,
     is_namespace_error,
     local_name,
@@ -222,7 +222,7 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
         if other is not None:  # lxml names the first error: the namespace one, and the one that matters
             facts.namespace_error = facts.namespace_error or message
             message = describe_error(other)
-        if message.startswith(DEFERRED_ERROR):
+        if error_kept_back(message, exc.position):
             found = checked_error(push_parser_chunks(_chunks(body, SitemapFacts())), huge_tree=True)
             message = message if found is None else str(found)
         facts.error = f"not well-formed XML: {message}"

@@ -18,7 +18,6 @@ from sitemap_crawl.parsing.xml.entities import EntryReading
 from sitemap_crawl.parsing.xml.feed_entries import read_atom_entry, read_rss_item
 from sitemap_crawl.parsing.xml.input import WIDE_STARTS, push_parser_chunks, without_leading_space
 from sitemap_crawl.parsing.xml.libxml import (
-    DEFERRED_ERROR,
     Element,
     ElementFlood,
     EntryGap,
@@ -29,6 +28,7 @@ from sitemap_crawl.parsing.xml.libxml import (
     entry_ends,
     entry_parser,
     error_after_namespace_errors,
+    error_kept_back,
     is_namespace_error,
     is_resource_limit,
     local_name,
@@ -191,7 +191,7 @@ def iter_entry_batches(
         other = error_after_namespace_errors(strict)
         if other is not None:  # lxml names the first error: say the one that matters
             message, position = describe_error(other), (other.line, other.column)
-        elif message.startswith(DEFERRED_ERROR) or position <= (1, 1):
+        elif error_kept_back(message, position):
             # libxml2 kept its error to itself (``&nbsp;``): a parser that builds nothing says it
             found = checked_error(make_chunks())
             if found is not None:

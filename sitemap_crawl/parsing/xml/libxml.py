@@ -62,6 +62,14 @@ kept to itself (seen: an entity XML does not define, such as ``&nbsp;``, with
 ``resolve_entities=False``; in a longer document lxml may name another error, at line 1)."""
 
 
+def error_kept_back(message: str, position: Any) -> bool:
+    """Whether a pull parser's error (its message and ``(line, column)``) may not be the one
+    libxml2 found (:data:`DEFERRED_ERROR`, or an error at the very start): then
+    :func:`checked_error` says which it was."""
+    line, column = position if isinstance(position, tuple) and len(position) == 2 else (None, None)
+    return message.startswith(DEFERRED_ERROR) or not line or (line <= 1 and (column or 0) <= 1)
+
+
 def checked_error(chunks: Iterable[bytes], huge_tree: bool = False) -> etree.XMLSyntaxError | None:
     """The first error a :func:`checker` finds in the document (the one a pull parser that
     said :data:`DEFERRED_ERROR` kept to itself), or None. ``chunks`` may raise StreamError
