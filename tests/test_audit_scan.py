@@ -271,7 +271,8 @@ def test_a_prefix_not_declared_then_a_broken_tag_is_an_invalid_document() -> Non
 
 
 FLOOD = "<x/>" * 150_000
-"""More other elements than the scan holds with no entry ending (100,000)."""
+"""More elements (600 KB of them) than an entry may hold (100,000): the parsers look every
+1 MiB fed (``FREE_EVERY``), so an entry holds three of these to be caught."""
 
 
 @pytest.mark.parametrize("recover", [False, True], ids=["strict", "recover"])
@@ -279,10 +280,36 @@ def test_a_flood_of_other_elements_is_freed_between_entries_and_stops_the_scan_i
     # an undeclared prefix sends the scan to recover mode, which reads every element's end
     prefix = "<image:image/>" if recover else ""
     url = "<url><loc>https://example.com/{}</loc></url>".format
-    inner = url(1) + prefix + FLOOD + url(2) + f"<url><loc>https://example.com/3</loc>{FLOOD}</url>" + url(4)
+    inner = url(1) + prefix + FLOOD + url(2) + f"<url><loc>https://example.com/3</loc>{FLOOD * 3}</url>" + url(4)
     body = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{inner}</urlset>'.encode()
     facts = SitemapFacts()
     assert [entry.loc for entry in scan(body, facts)] == ["https://example.com/1", "https://example.com/2"]
     assert facts.error == "over 100,000 elements with no entry ending: not read further"
     found = list(SiteAudit(None, now=NOW).audit_sitemap(body, "https://example.com/sitemap.xml"))
     assert [finding.detail for finding in found if finding.rule == rules.INVALID_DOCUMENT.id] == [facts.error]
+
+
+@pytest.mark.parametrize(
+    ("filler", "where"),
+    [("<!---->", "inside"), ("<?pi?>", "before"), ("<x/>", "nested-before-recover")],
+)
+def test_comments_pis_and_nested_floods_are_bounded_in_the_scan(filler: str, where: str) -> None:
+    # the scan keeps comments and PIs (the page parser drops them), and in recover mode (an
+    # undeclared prefix) learnt the root only from an element right below it
+    flood = filler * 400_000
+    url = "<url><loc>https://example.com/{}</loc></url>".format
+    inner = {
+        "inside": url(1) + f"<url><loc>https://example.com/2</loc>{flood}</url>" + url(3),
+        "before": flood + url(1) + url(2),
+        "nested-before-recover": f"<a><image:x/>{flood}</a>" + url(1) + url(2),
+    }[where]
+    body = f'<urlset xmlns="{SITEMAP_NS}">{inner}</urlset>'.encode()
+    facts = SitemapFacts()
+    read = [entry.loc for entry in scan(body, facts)]
+    if where == "inside":
+        assert (read, facts.error) == (
+            ["https://example.com/1"],
+            "over 100,000 elements with no entry ending: not read further",
+        )
+    else:
+        assert (read, facts.error) == (["https://example.com/1", "https://example.com/2"], None)

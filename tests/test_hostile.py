@@ -1133,7 +1133,8 @@ def test_parser_keeps_the_entries_before_a_libxml2_limit(inner: str, error: str)
 
 
 FLOOD = "<x/>" * 150_000
-"""More elements than an entry parser holds with no entry ending (100,000)."""
+"""More elements (600 KB of them) than an entry may hold (100,000): the parsers look every
+1 MiB fed (``FREE_EVERY``), so an entry holds three of these to be caught."""
 
 
 @pytest.mark.parametrize(
@@ -1150,17 +1151,34 @@ def test_parser_frees_or_stops_a_flood_of_other_elements(where: str, error: str 
     inner = {
         "between": url(BASE, 1) + url(BASE, 2) + FLOOD + url(BASE, 3),
         "before": FLOOD + url(BASE, 1),
-        "inside": url(BASE, 1) + f"<url><loc>{BASE}/2</loc>{FLOOD}</url>" + url(BASE, 3),
+        "inside": url(BASE, 1) + f"<url><loc>{BASE}/2</loc>{FLOOD * 3}</url>" + url(BASE, 3),
         "inside-other": url(BASE, 1) + f"<x>{FLOOD}</x>" + url(BASE, 3),
     }[where]
     body = f'<urlset xmlns="{SITEMAP_NS}">{inner}</urlset>'.encode()
     assert entries(body) == ("xml_urlset", error, pages)
 
 
+@pytest.mark.parametrize(
+    "inner",
+    [
+        # an element named like the root, between entries: not an entry (it gave a page)
+        "<url><loc>{0}/1</loc></url><urlset><loc>{0}/nested</loc></urlset><url><loc>{0}/2</loc></url>",
+        # inside an entry that ends in the next piece fed: its <loc> was freed with it (a page lost)
+        "<url><loc>{0}/1</loc><my:urlset xmlns:my='urn:x'/>" + " " * 40_000 + "</url><url><loc>{0}/2</loc></url>",
+    ],
+    ids=["between", "inside"],
+)
+@pytest.mark.parametrize("before", ["", FLOOD], ids=["plain", "after-a-flood"])
+def test_an_element_named_like_the_root_is_no_entry(inner: str, before: str) -> None:
+    # (a flood before the first entry has the document read with the root's start reported)
+    body = f'<urlset xmlns="{SITEMAP_NS}">{before}{inner.format(BASE)}</urlset>'.encode()
+    assert entries(body) == ("xml_urlset", None, [f"{BASE}/1", f"{BASE}/2"])
+
+
 def test_parser_in_recover_mode_frees_or_stops_a_flood_of_other_elements() -> None:
     # an unescaped "&" sends the document to recover mode, which has its own parser
     url = "<url><loc>{}/{}</loc></url>".format
-    inner = url(BASE, "1?a&b") + FLOOD * 2 + f"<url><loc>{BASE}/2</loc>{FLOOD * 2}</url>" + url(BASE, 3)
+    inner = url(BASE, "1?a&b") + FLOOD * 2 + f"<url><loc>{BASE}/2</loc>{FLOOD * 3}</url>" + url(BASE, 3)
     body = f'<urlset xmlns="{SITEMAP_NS}">{inner}</urlset>'.encode()
     assert entries(body) == ("xml_urlset", f"parse error: {ELEMENT_FLOOD}", [f"{BASE}/1?a&b"])
 
@@ -1175,18 +1193,26 @@ def test_parser_reads_on_past_an_unescaped_ampersand_in_a_long_sitemap() -> None
 
 
 def test_parser_memory_stays_bounded_in_a_flood_between_entries() -> None:
-    # 5 million <x/> after and before an entry: libxml2 would hold about 650 MB of them
+    # 5 million <x/> after and before an entry, and beside wrapped entries: libxml2 would
+    # hold about 650 MB of them
     script = f"""
 import resource
 from sitemap_crawl.parsing import parse_sitemap
 from sitemap_crawl.audit.scan import SitemapFacts, scan
 flood = b"<x/>" * 5_000_000
 entry = b"<url><loc>{BASE}/1</loc></url>"
+pieces = (b"<x/>" * 7_000 + b"<b><url><loc>{BASE}/w%d</loc></url></b>" % n for n in range(700))
+wrapped = b"<a>" + b"".join(pieces) + b"</a>"  # an entry in every piece fed
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 pages = entries = 0
-for inner in (entry + flood, flood + entry):
+for inner in (entry + flood, flood + entry, wrapped):
     body = b'<urlset xmlns="{SITEMAP_NS}">' + inner + b"</urlset>"
     pages += len(parse_sitemap(body, "{BASE}/sitemap.xml").pages)
+    entries += len(list(scan(body, SitemapFacts())))
+    del body
+# the audit's scan keeps PIs; in recover mode (an undeclared prefix) it reads every element
+for inner in (b"<?pi?>" * 2_000_000 + entry, b"<a><image:x/>" + b"<x/>" * 3_000_000 + b"</a>" + entry):
+    body = b'<urlset xmlns="{SITEMAP_NS}">' + inner + b"</urlset>"
     entries += len(list(scan(body, SitemapFacts())))
     del body
 grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
@@ -1194,7 +1220,7 @@ print(pages, entries, grown // 1024)
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     page_count, entry_count, grown_mb = map(int, result.stdout.split())
-    assert (page_count, entry_count) == (2, 2)
+    assert (page_count, entry_count) == (702, 4)  # (the audit reads the root's children only)
     assert grown_mb < 150, f"grew by {grown_mb} MB"
 
 

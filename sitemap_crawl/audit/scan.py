@@ -35,6 +35,7 @@ from sitemap_crawl.parsing.xml.input import declared_encoding, is_utf8, push_par
 from sitemap_crawl.parsing.xml.libxml import (
     ElementFlood,
     EntryGap,
+    RootNeeded,
     checked_error,
     checker,
     describe_error,
@@ -163,7 +164,15 @@ def scan_batches(body: Body, facts: SitemapFacts) -> Iterator[list[RawEntry]]:
     again in recover mode from the entry after the last one read (``facts.namespace_error``
     says why); any other error stops the scan."""
     try:
-        yield from _scan_batches(body, facts, _EntryReader(facts))
+        yield from _strict_then_recover(body, facts, root_aware=False)
+    except RootNeeded:  # (before any entry was read: nothing was given yet)
+        facts.entry_count, facts.size = 0, 0
+        yield from _strict_then_recover(body, facts, root_aware=True)
+
+
+def _strict_then_recover(body: Body, facts: SitemapFacts, root_aware: bool) -> Iterator[list[RawEntry]]:
+    try:
+        yield from _scan_batches(body, facts, _EntryReader(facts, root_aware=root_aware))
     except _NamespaceErrors as exc:
         facts.namespace_error = str(exc)
         read, facts.entry_count, facts.size = facts.entry_count, 0, 0  # (counted again as it is read again)
@@ -315,11 +324,14 @@ class _EntryReader:
     root has no entries (a feed, another root, none) only goes through a :func:`checker`.
     """
 
-    def __init__(self, facts: SitemapFacts, recover: bool = False) -> None:
+    def __init__(self, facts: SitemapFacts, recover: bool = False, root_aware: bool = False) -> None:
         self.facts = facts
         self.recover = recover
         """Read in recover mode, as far as libxml2 finds namespace errors only (see
         :func:`scan_batches`); the first other error is raised."""
+        self.root_aware = root_aware
+        """The main parser reports the root's start too (see EntryGap): a document with many
+        elements before its first entry is read again so."""
         self.entity_references: bool | None = None
         """The document has a DTD (known from its first entry: see ``has_dtd``): references to
         its entities are put back in the texts as written."""
@@ -405,9 +417,11 @@ class _EntryReader:
             self._main = checker(self.recover, huge_tree=True)
         elif self.recover:  # every element: one named prefix:url (its prefix not declared) too
             self._main = _parser(("end",), None, recover=True)
-        else:  # the entries, and the root's start (see EntryGap)
+        elif self.root_aware:  # the entries, and the root's start (see EntryGap)
             self._main = _parser(("start", "end"), ("{*}" + self._entry_tag, "{*}" + (self.facts.root or "")))
-        self._gap = EntryGap(self._entry_tag or "")
+        else:
+            self._main = _parser(("end",), "{*}" + self._entry_tag)
+        self._gap = EntryGap(self._entry_tag or "", root_aware=self.recover or self.root_aware)
 
     def _feed_main(self, data: bytes) -> list[RawEntry]:
         assert self._main is not None
@@ -420,11 +434,8 @@ class _EntryReader:
             for start in range(0, len(data), _FEED_SIZE):
                 piece = data[start : start + _FEED_SIZE]
                 self._main.feed(piece)
-                read = self._read()
-                if read:
-                    entries += read
-                else:
-                    self._gap.fed(piece)
+                entries += self._read()
+                self._gap.fed(piece)
                 self._raise_past_namespaces()
         except (etree.XMLSyntaxError, _NotWellFormed, ElementFlood):
             self.read_before_error = entries + self._read()  # (the entries libxml2 completed before it)
@@ -457,13 +468,13 @@ class _EntryReader:
             if event == "start":
                 self._gap.started(element)
                 continue
+            if self.recover and self._gap.root is None:  # (every element's end: the root from the first)
+                self._gap.root = element.getroottree().getroot()
             parent = element.getparent()
             if parent is None or parent.getparent() is not None:
                 continue  # the root, or deeper than the root's children
-            if self.recover:
-                self._gap.root = parent  # (no start events in recover mode)
-                if local_name(element.tag) != self._entry_tag:
-                    continue
+            if (self.recover or self.root_aware) and local_name(element.tag) != self._entry_tag:
+                continue  # (not an entry: another element, or one named like the root)
             if self.entity_references is None:  # (known from the first entry: see has_dtd)
                 self.entity_references = has_dtd(element)
             if self.entity_references:
@@ -472,7 +483,7 @@ class _EntryReader:
             entries.append(_read_entry(element))
         if last is not None:
             self.facts.entry_count += len(entries)
-            self._gap.entry_read()
+            self._gap.entry_read(last)
             parent = last.getparent()
             del parent[: parent.index(last) + 1]  # free the entries read (and what came between)
         return entries

@@ -21,6 +21,7 @@ from sitemap_crawl.parsing.xml.libxml import (
     Element,
     ElementFlood,
     EntryGap,
+    RootNeeded,
     XmlProblem,
     checked_error,
     describe_error,
@@ -126,6 +127,22 @@ def iter_entry_batches(
     pages come as :func:`.sitemap_entries.extract_url` tuples (see :func:`.sitemap_entries.finish_page`).
     ``root_name``: the root's local name as written (:func:`find_root_name`), if not the dialect's.
     """
+    try:
+        yield from _entry_batches(make_chunks, dialect, sitemap_url, raw, root_name, root_aware=False)
+    except RootNeeded:  # (raised before any entry ended: nothing was given yet)
+        yield from _entry_batches(make_chunks, dialect, sitemap_url, raw, root_name, root_aware=True)
+
+
+def _entry_batches(
+    make_chunks: Callable[[], Iterator[bytes]],
+    dialect: Dialect,
+    sitemap_url: str,
+    raw: bool,
+    root_name: str | None,
+    root_aware: bool,
+) -> Iterator[list[Any]]:
+    """:func:`iter_entry_batches`, with a parser that reports the root's start (``root_aware``:
+    a document with many elements before its first entry ends, see :class:`EntryGap`) or not."""
     make_chunks = functools.partial(without_leading_space, make_chunks)
     produced = 0
     line_count = 1
@@ -133,10 +150,9 @@ def iter_entry_batches(
     tail = b""  # the document's last bytes: does it end with its root's end tag?
     width: int | None = None  # bytes a character: 2 in UTF-16, 4 in UTF-32, else UTF-8's count
     root_name = root_name or dialect.root
-    strict = entry_parser(dialect.entry_tag, root_name, recover=False)
+    strict = entry_parser(dialect.entry_tag, root_name, recover=False, root_aware=root_aware)
     reading = EntryReading(dialect.reader(raw))
-    gap = EntryGap(local_name(dialect.entry_tag))
-    root: Element | None = None
+    gap = EntryGap(local_name(dialect.entry_tag), root_aware)
     try:
         for chunk in make_chunks():
             if width is None:
@@ -153,24 +169,17 @@ def iter_entry_batches(
                 strict.feed(piece)
                 entries: list[Any] = []
                 last = None
-                for event, element in strict.read_events():
-                    if event == "start":  # (the root's start, then each entry's)
-                        if root is None:
-                            gap.started(element)
-                            root = gap.root
-                        continue
-                    if element is root:
-                        continue  # (the root's end: the document's)
+                events = _as_events(entry_ends(strict, gap)) if root_aware else strict.read_events()
+                for _event, element in events:
                     last = element
                     produced += 1
                     entry = reading.read(element, sitemap_url)
                     if entry is not None:
                         entries.append(entry)
                 if last is not None:
-                    gap.entry_read()
+                    gap.entry_read(last)
                     release_through(last)
-                else:
-                    gap.fed(piece)
+                gap.fed(piece)
                 if entries:
                     yield entries
         strict.close()
@@ -220,6 +229,12 @@ def iter_entry_batches(
         entry = reading.read(element, sitemap_url)
         if entry is not None:
             yield [entry]
+
+
+def _as_events(entries: Iterator[Element]) -> Iterator[tuple[str, Element]]:
+    """``entries`` as the end events a parser that reports nothing else gives."""
+    for entry in entries:
+        yield "end", entry
 
 
 _Returned = TypeVar("_Returned")

@@ -22,21 +22,26 @@ class XmlProblem(Exception):
         self.detail = detail
 
 
-def entry_parser(entry_tag: str, root_name: str, recover: bool) -> etree.XMLPullParser:
-    """A pull parser of a document's entries (``entry_tag``: ``{*}url``...): their end events,
-    and the start events of the entries and of the root (``root_name``, its local name as
-    written), which :class:`EntryGap` needs."""
+def entry_parser(entry_tag: str, root_name: str, recover: bool, root_aware: bool = False) -> etree.XMLPullParser:
+    """A pull parser of a document's entries (``entry_tag``: ``{*}url``...): their end events.
+    ``root_aware``: also the start events of the entries and of the root (``root_name``, its
+    local name as written), which :class:`EntryGap` then learns the root from, and the
+    events of elements named like the root below it (:func:`entry_ends` leaves them out)."""
+    if not root_aware:
+        return etree.XMLPullParser(events=("end",), tag=(entry_tag,), **parser_options(recover=recover))
     return etree.XMLPullParser(
         events=("start", "end"), tag=(entry_tag, "{*}" + root_name), **parser_options(recover=recover)
     )
 
 
 def entry_ends(parser: etree.XMLPullParser, gap: EntryGap) -> Iterator[Element]:
-    """The entries an :func:`entry_parser` has ended (its start events go to ``gap``)."""
+    """The entries an :func:`entry_parser` has ended (start events go to ``gap``; an element
+    named like the root, the root or one below it, is no entry)."""
+    element: Any
     for event, element in parser.read_events():
         if event == "start":
             gap.started(element)
-        elif element is not gap.root:  # (the root's end: the document's)
+        elif element is not gap.root and local_name(element.tag) == gap.entry_name:
             yield element
 
 
@@ -195,44 +200,66 @@ class ElementFlood(Exception):
     cannot be freed: the entry is read whole once it ends)."""
 
 
-class EntryGap:
-    """Bounds what libxml2 holds between two entries.
+class RootNeeded(Exception):
+    """No entry has ended yet and more than MAX_ELEMENTS_BETWEEN_ENTRIES elements were fed:
+    freeing them needs the root, which only a parser that reports its start event gives
+    (see :func:`entry_parser`): the document is read again with one."""
 
-    The entry parsers free the entries they read; any other element stays in the tree until
-    the next entry is freed. A document padded with other elements (``<x/>`` a million times
-    before, between or around its entries) would grow in memory about 30 times as fast as
-    its bytes. The elements started in the bytes fed while no entry ends are counted (from
-    the bytes: a ``<`` that opens no end tag, comment, declaration or PI); past
-    MAX_ELEMENTS_BETWEEN_ENTRIES, the finished elements are freed, down the path of elements
-    still open from the root (only the last child of an element can be open). An entry
-    being built is left whole, and :class:`ElementFlood` is raised if it holds more than
-    that many elements itself. (A parser that holds the bytes without building elements,
-    waiting for the ``;`` of ``&b``, has nothing to free: it goes on as before.)
+
+FREE_EVERY = 1 << 20
+"""Bytes fed between two looks at what the parser holds besides entries (:meth:`EntryGap.fed`)."""
+
+
+class EntryGap:
+    """Bounds what libxml2 holds besides the entries.
+
+    The entry parsers free the entries they read; any other element stays in the tree. A
+    document padded with other elements (``<x/>`` a million times before, between or around
+    its entries, or in elements that wrap them) would grow in memory about 30 times as fast
+    as its bytes. Once the root is known, every FREE_EVERY bytes fed the finished elements
+    are freed, down the path of elements still open from the root (only the last child of an
+    element can be open); an entry being built is left whole, and :class:`ElementFlood` is
+    raised if it holds more than MAX_ELEMENTS_BETWEEN_ENTRIES elements (comments and PIs
+    too). The root is known from the first entry read, or, with ``root_aware``, from its
+    start event; before that the elements started are counted from the bytes (a ``<`` that
+    opens no end tag), and past the bound :class:`RootNeeded` is raised (a ``root_aware``
+    gap goes on: a parser that has not built the root has built nothing). (A parser that
+    holds the bytes without building elements, waiting for the ``;`` of ``&b``, has
+    nothing to free.)
     """
 
-    __slots__ = ("_elements", "_entry_name", "root")
+    __slots__ = ("_bytes", "_elements", "_root_aware", "entry_name", "root")
 
-    def __init__(self, entry_name: str) -> None:
+    def __init__(self, entry_name: str, root_aware: bool = False) -> None:
         self.root: Element | None = None
-        """The document's root element (from its start event), once the parser built it."""
-        self._entry_name = entry_name
+        """The document's root element, once known."""
+        self.entry_name = entry_name
         """The entries' local name (``url``, ``sitemap``, ``item``, ``entry``)."""
+        self._root_aware = root_aware
+        self._bytes = 0
         self._elements = 0
 
     def started(self, element: Element) -> None:
-        """A start event: the root's is remembered (the first, and only one without a parent)."""
+        """A start event (of a :func:`entry_parser`): the root's is remembered."""
         if self.root is None and element.getparent() is None:
             self.root = element
 
-    def entry_read(self) -> None:
-        """An entry ended (and is freed with those before it)."""
-        self._elements = 0
+    def entry_read(self, entry: Element) -> None:
+        """An entry ended (call before it is freed): the root is known from it."""
+        if self.root is None:
+            self.root = entry.getroottree().getroot()
 
     def fed(self, data: bytes) -> None:
-        """``data`` was fed and no entry ended in it."""
-        self._elements += data.count(b"<") - data.count(b"</") - data.count(b"<!") - data.count(b"<?")
-        if self._elements > MAX_ELEMENTS_BETWEEN_ENTRIES:
-            self._elements = 0
+        """``data`` was fed (and the entries it ended read)."""
+        if self.root is None:
+            if not self._root_aware:
+                self._elements += data.count(b"<") - data.count(b"</")
+                if self._elements > MAX_ELEMENTS_BETWEEN_ENTRIES:
+                    raise RootNeeded
+            return
+        self._bytes += len(data)
+        if self._bytes >= FREE_EVERY:
+            self._bytes = 0
             self._free()
 
     def _free(self) -> None:
@@ -241,7 +268,7 @@ class EntryGap:
             if len(node) > 1:
                 del node[:-1]  # finished: every child but the last
             node = node[0]
-            if local_name(node.tag) == self._entry_name:  # an entry being built: kept whole
+            if local_name(node.tag) == self.entry_name:  # an entry being built: kept whole
                 if sum(1 for _ in node.iter()) > MAX_ELEMENTS_BETWEEN_ENTRIES:
                     raise ElementFlood(ELEMENT_FLOOD)
                 return

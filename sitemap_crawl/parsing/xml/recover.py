@@ -57,9 +57,9 @@ def read_recovering(
     so such entries keep their exact values. An entry that lxml closes only because
     the input ran out (the document ends inside it) is not given: its values may be cut.
     """
-    parser = entry_parser(dialect.entry_tag, root_name or dialect.root, recover=True)
+    parser = entry_parser(dialect.entry_tag, root_name or dialect.root, recover=True, root_aware=True)
     reading = EntryReading(dialect.reader(raw))
-    gap = EntryGap(local_name(dialect.entry_tag))
+    gap = EntryGap(local_name(dialect.entry_tag), root_aware=True)
     seen = 0
     stream_error: StreamError | None = None
     ends_cleanly = True
@@ -71,7 +71,6 @@ def read_recovering(
             for start in range(0, len(chunk), RECOVER_FEED_SIZE):
                 piece = chunk[start : start + RECOVER_FEED_SIZE]
                 parser.feed(piece)
-                ended = False
                 for element in entry_ends(parser, gap):
                     seen += 1
                     if seen > skip:
@@ -79,11 +78,7 @@ def read_recovering(
                         if entry is not None:
                             yield entry
                     release(element)
-                    ended = True
-                if ended:
-                    gap.entry_read()
-                else:
-                    gap.fed(piece)
+                gap.fed(piece)
     except StreamError as exc:
         stream_error = exc
     except ElementFlood as exc:
