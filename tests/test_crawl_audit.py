@@ -253,6 +253,24 @@ def test_a_redirect_loop_is_audited_once(fixture_site: SiteFactory, crawl: Crawl
     ]
 
 
+def test_robots_txt_is_judged_for_the_agent_scrapy_reads_it_for(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # ROBOTSTXT_USER_AGENT, when set, as Scrapy's RobotsTxtMiddleware (the audit read USER_AGENT)
+    site = fixture_site(
+        {
+            "/robots.txt": "User-agent: mybot\nDisallow: /blocked\n\nSitemap: {base}/s.xml\n",
+            "/s.xml": urlset("{base}/blocked/page", "{base}/open/page"),
+        }
+    )
+    audit_file = tmp_path / "findings.jsonl"
+    settings = {**FAST, "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file), "ROBOTSTXT_USER_AGENT": "mybot"}
+    crawl({"homepage": site.base}, settings=settings).assert_ok()
+    assert [(f["rule"], f["url"], f["detail"]) for f in read_findings(audit_file)] == [
+        ("page-disallowed", site.url("/blocked/page"), "disallowed for 'mybot'"),
+    ]
+
+
 def test_a_sitemap_reached_again_by_a_redirect_is_audited_once(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
 ) -> None:

@@ -53,7 +53,8 @@ class SitemapAuditExtension:
         self.crawler = crawler
         self.path = path
         self.report_path = report_path
-        self.user_agent = str(crawler.settings.get("USER_AGENT") or "*")
+        settings = crawler.settings  # (the agent Scrapy's RobotsTxtMiddleware reads robots.txt for)
+        self.user_agent = str(settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or "*")
         self.counts: Counter[str] = Counter()
         self.backlog = AuditBacklog(
             SettingsReader(crawler.settings).audit_backlog, self._send, self._pause, self._resume
