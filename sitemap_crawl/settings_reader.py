@@ -15,6 +15,7 @@ from sitemap_crawl.cpus import MAX_AUTO_PROCESSES, default_worker_count, usable_
 from sitemap_crawl.default_settings import DEFAULT_KNOWN_PATHS
 from sitemap_crawl.discovery.rules import KNOWN_PATHS_MODES, makes_known_path_url
 from sitemap_crawl.parsing import Limits
+from sitemap_crawl.sites.hosts import SlotLimits
 from sitemap_crawl.sites.shard import Shard
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ objects) went over Python's recursion limit and the tree file was not written.""
 
 CHECKED_PROPERTIES = (
     "known_paths",
+    "slot_limits",
     "known_paths_mode",
     "max_depth",
     "limits",
@@ -255,13 +257,28 @@ class SettingsReader:
 
         A run that writes one file from every site runs in one process: an audit
         (``SITEMAP_CRAWL_AUDIT_FILE``, ``SITEMAP_CRAWL_REPORT_FILE``: its findings) and a
-        history run (``SITEMAP_CRAWL_HISTORY``: one SQLite file, one writer).
+        history run (``SITEMAP_CRAWL_HISTORY``: one SQLite file, one writer); so does a run
+        bound per address (CONCURRENT_REQUESTS_PER_IP: sites split by host name may share
+        one address, and each process would hold the bound on its own).
         """
         name = "SITEMAP_CRAWL_PROCESSES"
         value = self._get(name)
         auto = value is None or str(value).strip().lower() == "auto"
         count = max(1, min(MAX_AUTO_PROCESSES, usable_cpus())) if auto else self._whole(name, 1)
-        return 1 if self.audited or self._get("SITEMAP_CRAWL_HISTORY") else count
+        one_process = self.audited or self._get("SITEMAP_CRAWL_HISTORY") or self.slot_limits.by_ip
+        return 1 if one_process else count
+
+    @property
+    def slot_limits(self) -> SlotLimits:
+        """The bound of each download slot, as Scrapy's downloader reads its settings
+        (CONCURRENT_REQUESTS_PER_DOMAIN, CONCURRENT_REQUESTS_PER_IP, DOWNLOAD_SLOTS);
+        SettingError for a slot concurrency or a per-IP bound that is no whole number."""
+        try:
+            return SlotLimits.from_settings(self._settings)
+        except (TypeError, ValueError) as exc:
+            raise SettingError(
+                f"CONCURRENT_REQUESTS_PER_IP and each DOWNLOAD_SLOTS concurrency must be whole numbers ({exc})"
+            ) from exc
 
     @property
     def shard(self) -> Shard | None:

@@ -153,3 +153,21 @@ def test_pages_travel_in_batches_otherwise() -> None:
 def test_a_feed_whose_exporter_does_not_unroll_batches_gets_a_page_an_item(exporter: Any, in_batches: bool) -> None:
     settings = {"FEEDS": {"pages.csv": {"format": "csv"}}, "FEED_EXPORTERS": {"csv": exporter}}
     assert SettingsReader(Settings({"SITEMAP_CRAWL_BATCH_SIZE": 250, **settings})).pages_as_items is not in_batches
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"DOWNLOAD_SLOTS": {"h.test": {"concurrency": "abc"}}}, {"DOWNLOAD_SLOTS": {"h.test": {"concurrency": None}}}],
+)
+def test_a_slot_concurrency_that_is_no_number_is_refused_by_check(settings: dict[str, Any]) -> None:
+    # the spider's gate raised in its start: the crawl hung, one site "in flight" for ever
+    with pytest.raises(SettingError, match="DOWNLOAD_SLOTS concurrency must be whole numbers"):
+        SettingsReader(Settings(settings)).check()
+
+
+def test_a_bound_per_address_keeps_a_many_site_run_in_one_process() -> None:
+    # sites are split across processes by host name: hosts of one address in two processes
+    # would each be held to the bound, twice it in all
+    config = SettingsReader(Settings({"CONCURRENT_REQUESTS_PER_IP": 2, "SITEMAP_CRAWL_PROCESSES": 2}))
+    assert config.crawl_processes == 1
+    assert SettingsReader(Settings({"SITEMAP_CRAWL_PROCESSES": 2})).crawl_processes == 2

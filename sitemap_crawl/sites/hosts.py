@@ -24,12 +24,16 @@ class SlotLimits:
     set (the slots are then IP addresses: :attr:`by_ip`), else CONCURRENT_REQUESTS_PER_DOMAIN
     (the slots are host names)."""
 
-    __slots__ = ("_slots", "per_domain", "per_ip")
+    __slots__ = ("_concurrency", "per_domain", "per_ip")
 
     def __init__(self, per_domain: int, per_ip: int = 0, slots: Mapping[str, Any] | None = None) -> None:
         self.per_domain = max(1, per_domain)
         self.per_ip = max(0, per_ip)
-        self._slots = dict(slots or {})
+        self._concurrency = {
+            key: max(1, int(slot["concurrency"]))  # (ValueError, TypeError: not a whole number)
+            for key, slot in (slots or {}).items()
+            if isinstance(slot, Mapping) and "concurrency" in slot
+        }
 
     @classmethod
     def from_settings(cls, settings: Any) -> SlotLimits:
@@ -46,10 +50,7 @@ class SlotLimits:
 
     def of(self, key: str) -> int:
         """The bound of slot ``key`` (a host name, or an IP address with :attr:`by_ip`)."""
-        slot = self._slots.get(key)
-        if isinstance(slot, Mapping) and "concurrency" in slot:
-            return max(1, int(slot["concurrency"]))
-        return self.per_ip or self.per_domain
+        return self._concurrency.get(key) or self.per_ip or self.per_domain
 
 
 def host_of(url: str) -> str:

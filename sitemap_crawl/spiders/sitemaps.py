@@ -72,7 +72,7 @@ from sitemap_crawl.queue.config import parse_queue_url
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import ENDED, NODE, PAGES, SITE, HelperProcesses, page_batch
 from sitemap_crawl.signals import site_finished, sitemap_node, sitemap_response
-from sitemap_crawl.sites import HomepageList, HostGate, Shard, SlotLimits, host_of
+from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 from sitemap_crawl.sites.backlog import SendValve
 from sitemap_crawl.spiders.batch_window import BatchTracker, BatchWindow
 from sitemap_crawl.spiders.download_counts import DownloadCounts
@@ -327,7 +327,7 @@ class SitemapsSpider(Spider):
             self.homepages.shard = share
         backlog_limit = max(BACKLOG_MIN, 2 * self.crawler.settings.getint("CONCURRENT_REQUESTS"))
         self.valve: SendValve[Visit] = SendValve(backlog_limit, self._responses_in_process, self._send)
-        self.gate: HostGate[Visit] = HostGate(SlotLimits.from_settings(self.crawler.settings), self.valve.submit)
+        self.gate: HostGate[Visit] = HostGate(config.slot_limits, self.valve.submit)
         self._slot_keys: dict[str, deque[str]] = {}
         """The gate's key of each sitemap URL in flight when slots are IP addresses (the DNS
         cache may learn a host's address between its request and its answer)."""
