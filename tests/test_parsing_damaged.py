@@ -426,6 +426,26 @@ def test_a_latin1_document_is_read_in_its_own_encoding_after_an_error() -> None:
     )
 
 
+@pytest.mark.parametrize("split", ["long-declaration", "gzip-members"])
+def test_a_latin1_declaration_is_found_however_the_document_starts(split: str) -> None:
+    # the encoding was looked for in the first 200 bytes of the first chunk only: a Latin-1
+    # document got %E9 for its é
+    spaces = " " * (220 if split == "long-declaration" else 1)
+    declaration = f'<?xml version="1.0"{spaces}encoding="ISO-8859-1"?>'.encode()
+    rest = (
+        f'<urlset xmlns="{SM}"><url><loc>https://www.example.org/a?x=1&y</loc></url>'
+        "<url><loc>https://www.example.org/caf"
+    ).encode() + b"\xe9</loc></url></urlset>"
+    body = declaration + rest
+    if split == "gzip-members":  # (the first member ends inside the declaration)
+        body = gzip.compress(declaration[:10]) + gzip.compress(declaration[10:] + rest)
+    assert outcome(body) == (
+        "xml_urlset",
+        "parse error",
+        ["https://www.example.org/a?x=1&y", "https://www.example.org/café"],
+    )
+
+
 def test_junk_after_the_root_keeps_every_entry() -> None:
     document = _multi_line_urlset()
     for junk in (

@@ -30,6 +30,7 @@ from sitemap_crawl.parsing.stream import (
     leading_text,
     peek,
 )
+from sitemap_crawl.parsing.xml.document import NO_ROOT, ROOT_SCAN_LIMIT
 from sitemap_crawl.parsing.xml.entities import has_dtd, inline_entity_references
 from sitemap_crawl.parsing.xml.input import declared_encoding, is_utf8, push_parser_chunks, wide_declaration
 from sitemap_crawl.parsing.xml.libxml import (
@@ -221,6 +222,8 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
         if reader.read_before_error:
             yield reader.read_before_error
         facts.error = f"{exc}: not read further"
+    except _NoRootFound as exc:
+        facts.error = str(exc)
     except etree.XMLSyntaxError as exc:
         if reader.read_before_error:  # (counted: a read again in recover mode skips them)
             yield reader.read_before_error
@@ -290,11 +293,25 @@ _WIDE = ("UTF-16", "UTF-32")
 def _parser(
     events: tuple[Any, ...], tag: str | tuple[str, ...] | None = None, recover: bool = False
 ) -> etree.XMLPullParser:
-    return etree.XMLPullParser(events=events, tag=tag, resolve_entities=False, huge_tree=True, recover=recover)
+    return etree.XMLPullParser(
+        events=events,
+        tag=tag,
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        huge_tree=True,
+        recover=recover,
+        remove_comments=True,  # (kept, a flood of them outside or inside the root was held whole)
+        remove_pis=True,
+    )
 
 
 class _NotWellFormed(Exception):
     """An error past the namespace errors of a document read in recover mode."""
+
+
+class _NoRootFound(Exception):
+    """No root element in the first ROOT_SCAN_LIMIT bytes: the document is read no further."""
 
 
 class _NamespaceErrors(Exception):
@@ -337,6 +354,7 @@ class _EntryReader:
         its entities are put back in the texts as written."""
         self._finder: etree.XMLPullParser | None = _parser(("start",))
         self._held: list[bytes] = []
+        self._held_size = 0
         self._main: etree.XMLPullParser | etree.XMLParser | None = None
         """The pull parser of the entries, or a :func:`checker` when the root has none."""
         self._entry_tag: str | None = None
@@ -349,7 +367,10 @@ class _EntryReader:
         """The entries the chunk completes (in one list, or several when held chunks are fed)."""
         if self._main is None:
             self._held.append(chunk)
+            self._held_size += len(chunk)
             if not self._find_root(chunk):
+                if self._held_size >= ROOT_SCAN_LIMIT:
+                    raise _NoRootFound(NO_ROOT)  # (as the crawl's reader: an invalid node)
                 return []
             self._start_main()
             held, self._held = self._held, []

@@ -46,7 +46,10 @@ from sitemap_crawl.parsing.xml.sitemap_entries import (
     read_url_every_link,
 )
 
-_ROOT_SCAN_LIMIT = 1 << 20
+ROOT_SCAN_LIMIT = 1 << 20
+"""Bytes of a document read at most to find its root element (a comment or DOCTYPE of
+megabytes before it is no sitemap anyone writes)."""
+NO_ROOT = f"no root element in the first {ROOT_SCAN_LIMIT >> 20} MiB"
 
 
 FEED_SIZE = 32 * 1024
@@ -91,8 +94,8 @@ def find_root_name(chunks: Iterator[bytes]) -> tuple[str | None, str | None, lis
                 for _event, element in parser.read_events():
                     return local_name(_tag(element)), None, seen
             size += len(chunk)
-            if size >= _ROOT_SCAN_LIMIT:  # (a comment or DOCTYPE of megabytes before it)
-                return None, f"no root element in the first {_ROOT_SCAN_LIMIT >> 20} MiB", seen
+            if size >= ROOT_SCAN_LIMIT:  # (a comment or DOCTYPE of megabytes before it)
+                return None, NO_ROOT, seen
         else:
             parser.close()
             for _event, element in parser.read_events():

@@ -102,6 +102,8 @@ def without_leading_space(make_chunks: Callable[[], Iterator[bytes]]) -> Iterato
         yield bom
 
 
+DECLARATION_MAX = 1024
+"""Bytes of a document's start looked at for its XML declaration's encoding."""
 _ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 _BOMS = (
     (codecs.BOM_UTF32_LE, "UTF-32"),
@@ -128,5 +130,5 @@ def declared_encoding(head: bytes) -> str | None:
         return "UTF-32"
     if head.startswith(UTF16_STARTS):
         return "UTF-16"
-    match = _ENCODING.match(head[:200])
+    match = _ENCODING.match(head[:DECLARATION_MAX])
     return match.group(1).decode("ascii") if match else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import itertools
 import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -15,11 +16,18 @@ from lxml import etree
 from sitemap_crawl.kinds import ErrorReason
 from sitemap_crawl.parsing.stream import StreamError
 from sitemap_crawl.parsing.xml.entities import EntryReading
-from sitemap_crawl.parsing.xml.input import WIDE_STARTS, declared_encoding, is_utf8, wide_declaration
+from sitemap_crawl.parsing.xml.input import (
+    DECLARATION_MAX,
+    WIDE_STARTS,
+    declared_encoding,
+    is_utf8,
+    wide_declaration,
+)
 from sitemap_crawl.parsing.xml.libxml import (
     Element,
     ElementFlood,
     EntryGap,
+    RootNeeded,
     XmlProblem,
     entry_ends,
     entry_parser,
@@ -57,9 +65,25 @@ def read_recovering(
     so such entries keep their exact values. An entry that lxml closes only because
     the input ran out (the document ends inside it) is not given: its values may be cut.
     """
-    parser = entry_parser(dialect.entry_tag, root_name or dialect.root, recover=True, root_aware=True)
+    try:
+        return (yield from _recovering(make_chunks, dialect, sitemap_url, skip, raw, root_name, root_aware=False))
+    except RootNeeded:  # (raised before any entry ended: nothing was given yet)
+        return (yield from _recovering(make_chunks, dialect, sitemap_url, skip, raw, root_name, root_aware=True))
+
+
+def _recovering(
+    make_chunks: Callable[[], Iterator[bytes]],
+    dialect: Dialect,
+    sitemap_url: str,
+    skip: int,
+    raw: bool,
+    root_name: str | None,
+    root_aware: bool,
+) -> Generator[Any, None, Recovered]:
+    """:func:`read_recovering`, with a parser that reports the root's start or not (see EntryGap)."""
+    parser = entry_parser(dialect.entry_tag, root_name or dialect.root, recover=True, root_aware=root_aware)
     reading = EntryReading(dialect.reader(raw))
-    gap = EntryGap(local_name(dialect.entry_tag), root_aware=True)
+    gap = EntryGap(local_name(dialect.entry_tag), root_aware=root_aware)
     seen = 0
     stream_error: StreamError | None = None
     ends_cleanly = True
@@ -71,13 +95,17 @@ def read_recovering(
             for start in range(0, len(chunk), RECOVER_FEED_SIZE):
                 piece = chunk[start : start + RECOVER_FEED_SIZE]
                 parser.feed(piece)
-                for element in entry_ends(parser, gap):
+                last = None
+                for element in entry_ends(parser, gap) if root_aware else _ends(parser):
                     seen += 1
                     if seen > skip:
                         entry = reading.read(element, sitemap_url)
                         if entry is not None:
                             yield entry
                     release(element)
+                    last = element
+                if last is not None:
+                    gap.entry_read(last)
                 gap.fed(piece)
     except StreamError as exc:
         stream_error = exc
@@ -102,6 +130,12 @@ def read_recovering(
                 if entry is not None:
                     yield entry
     return Recovered(stream_error, first_error(parser.feed_error_log, namespace=False) is None and ends_cleanly)
+
+
+def _ends(parser: etree.XMLPullParser) -> Iterator[Element]:
+    """The elements of the end events of a parser that reports nothing else (its entries)."""
+    for _event, element in parser.read_events():
+        yield element
 
 
 _TAIL_SPACE = b" \t\r\n\x00"
@@ -134,19 +168,60 @@ def _escape_bytes_not_utf8(chunks: Iterator[bytes]) -> Iterator[bytes]:
     """In a UTF-8 document (so declared, or by default), each byte that is not UTF-8 as ``%XX``.
 
     Recover mode reads such a byte as U+FFFD: a URL ``caf\ufffd`` that names no page. ``%E9``
-    is the byte the server meant, as a text sitemap's URL keeps it. Another encoding passes
-    unchanged."""
-    decoder: codecs.IncrementalDecoder | None = None
+    is the byte the server meant, as a text sitemap's URL keeps it. A document in another
+    encoding, or whose XML declaration does not end in its first KiB, passes unchanged.
+    Chunks that are UTF-8 pass as they are (a character cut at a chunk's end goes with the
+    next); only a chunk with a byte that is not is decoded and written again."""
+    head = b""
+    cut: StreamError | None = None  # (the stream broke off before the head was whole: what came is read)
+    try:
+        for chunk in chunks:
+            head += chunk
+            if len(head) >= DECLARATION_MAX:
+                break
+    except StreamError as exc:
+        cut, chunks = exc, iter(())
+    if not head:
+        pass
+    elif not _utf8_document(head):
+        yield head
+        yield from chunks
+    else:
+        yield from _escaped_chunks(itertools.chain((head,), chunks))
+    if cut is not None:
+        raise cut
+
+
+def _escaped_chunks(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The chunks of a UTF-8 document, each byte that is not UTF-8 as ``%XX``."""
+    check = codecs.getincrementaldecoder("utf-8")()
+    held = b""  # the start of a character that a chunk's end cut (not given yet)
     for chunk in chunks:
-        if decoder is None:
-            if not is_utf8(wide_declaration(chunk) or declared_encoding(chunk)):
-                yield chunk
-                yield from chunks
-                return
-            decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
-        yield _escaped(decoder.decode(chunk))
-    if decoder is not None and (rest := decoder.decode(b"", final=True)):
-        yield _escaped(rest)
+        try:
+            check.decode(chunk)
+        except UnicodeDecodeError:
+            escaping = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+            text = escaping.decode(held + chunk)
+            held = escaping.getstate()[0]
+            check = codecs.getincrementaldecoder("utf-8")()
+            check.setstate((held, 0))
+            yield _escaped(text)
+            continue
+        now_held = check.getstate()[0]
+        data = held + chunk if held else chunk
+        yield data[: len(data) - len(now_held)] if now_held else data
+        held = now_held
+    if held:
+        yield _escaped(held.decode("utf-8", "surrogateescape"))
+
+
+def _utf8_document(head: bytes) -> bool:
+    """Whether a document whose first bytes are ``head`` is UTF-8: by its byte order mark, or
+    its XML declaration (ended in ``head``), or by default (none)."""
+    text = head.removeprefix(codecs.BOM_UTF8).lstrip(b" \t\r\n")
+    if text.startswith(b"<?xml") and b"?>" not in text:
+        return False  # (a declaration longer than that: not known, left alone)
+    return is_utf8(wide_declaration(head) or declared_encoding(head))
 
 
 def _escaped(text: str) -> bytes:
