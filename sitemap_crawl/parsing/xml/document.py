@@ -182,9 +182,9 @@ def _entry_batches(
                 if last is not None:
                     gap.entry_read(last)
                     release_through(last)
-                gap.fed(piece)
                 if entries:
                     yield entries
+                gap.fed(piece)  # (after: the entries of this piece are given before a flood stops it)
         strict.close()
     except StreamError as exc:
         drain(strict)
