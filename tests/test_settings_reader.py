@@ -157,7 +157,11 @@ def test_a_feed_whose_exporter_does_not_unroll_batches_gets_a_page_an_item(expor
 
 @pytest.mark.parametrize(
     "settings",
-    [{"DOWNLOAD_SLOTS": {"h.test": {"concurrency": "abc"}}}, {"DOWNLOAD_SLOTS": {"h.test": {"concurrency": None}}}],
+    [
+        {"DOWNLOAD_SLOTS": {"h.test": {"concurrency": value}}}
+        # (a string failed every download of the slot, 0 or less held them for ever)
+        for value in ("abc", None, "2", 0, -3, 1.5, True)
+    ],
 )
 def test_a_slot_concurrency_that_is_no_number_is_refused_by_check(settings: dict[str, Any]) -> None:
     # the spider's gate raised in its start: the crawl hung, one site "in flight" for ever

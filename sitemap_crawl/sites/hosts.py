@@ -30,7 +30,7 @@ class SlotLimits:
         self.per_domain = max(1, per_domain)
         self.per_ip = max(0, per_ip)
         self._concurrency = {
-            key: max(1, int(slot["concurrency"]))  # (ValueError, TypeError: not a whole number)
+            key: _whole_number(slot["concurrency"])
             for key, slot in (slots or {}).items()
             if isinstance(slot, Mapping) and "concurrency" in slot
         }
@@ -51,6 +51,14 @@ class SlotLimits:
     def of(self, key: str) -> int:
         """The bound of slot ``key`` (a host name, or an IP address with :attr:`by_ip`)."""
         return self._concurrency.get(key) or self.per_ip or self.per_domain
+
+
+def _whole_number(value: object) -> int:
+    """A slot concurrency as Scrapy's downloader can use it: a whole number, 1 or more (a
+    string failed every download of the slot, 0 or less held them for ever); ValueError."""
+    if type(value) is not int or value < 1:
+        raise ValueError(f"not a whole number of 1 or more: {value!r}")
+    return value
 
 
 def host_of(url: str) -> str:
