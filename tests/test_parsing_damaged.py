@@ -482,6 +482,19 @@ def test_size_limit_on_a_malformed_document() -> None:
     assert urls == [*BEFORE, "https://www.example.org/mid?a=1&b=2", *AFTER[:2]]
 
 
+@pytest.mark.parametrize("bad_at", [0, 100])
+def test_a_malformed_document_cut_by_the_size_limit_keeps_the_pages_before_the_cut(bad_at: int) -> None:
+    # libxml2 held everything after "&b" unread, waiting for its ";": the cut came first and
+    # every page after the mistake was lost (an invalid node with 0 pages for bad_at=0)
+    entries = [f"<url><loc>https://www.example.org/c{n:05d}</loc></url>" for n in range(20_000)]
+    entries.insert(bad_at, "<url><loc>https://www.example.org/a&b</loc></url>")
+    body = f'<urlset xmlns="{SM}">{"".join(entries)}</urlset>'.encode()
+    reader = SitemapReader(gzip.compress(body), SITEMAP_URL, limits=Limits(max_size=300_000))
+    urls = [page.url for page in reader]
+    assert (reader.kind, reader.error) == ("xml_urlset", "size limit")
+    assert len(urls) > 5_000 and "https://www.example.org/a&b" in urls  # (about 5,770 fit)
+
+
 def test_size_limit_before_any_entry() -> None:
     document = _multi_line_urlset()
     result = parse_sitemap(document, SITEMAP_URL, limits=Limits(max_size=document.index(b"<url>") + 5))

@@ -188,6 +188,12 @@ def _entry_batches(
         strict.close()
     except StreamError as exc:
         drain(strict)
+        if _stopped_before_the_cut(strict, line_count, last_line_length):
+            # libxml2 stopped on an error before the body broke off (``&b``: it held the rest
+            # unread, waiting for its ";"): recover mode reads on to the cut
+            yield from one_a_list(
+                read_recovering(make_chunks, dialect, sitemap_url, skip=produced, raw=raw, root_name=root_name)
+            )
         raise XmlProblem(exc.reason, str(exc)) from exc
     except ElementFlood as exc:
         raise XmlProblem(ErrorReason.PARSE_ERROR, str(exc)) from exc
@@ -232,6 +238,16 @@ def _entry_batches(
         entry = reading.read(element, sitemap_url)
         if entry is not None:
             yield [entry]
+
+
+def _stopped_before_the_cut(parser: etree.XMLPullParser, line_count: int, last_line_length: int) -> bool:
+    """Whether a strict parser whose input broke off (a size limit, a cut gzip stream) had met
+    an error before the cut: closed, it names one that is not at the end of what it was fed."""
+    try:
+        parser.close()
+    except etree.XMLSyntaxError as error:
+        return not _at_end(error.position or (0, 0), line_count, last_line_length)
+    return False
 
 
 def _as_events(entries: Iterator[Element]) -> Iterator[tuple[str, Element]]:
