@@ -271,6 +271,27 @@ def test_robots_txt_is_judged_for_the_agent_scrapy_reads_it_for(
     ]
 
 
+def test_a_sitemap_robots_txt_keeps_the_crawl_from_is_still_sitemap_disallowed(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # with ROBOTSTXT_OBEY the sitemap is not fetched: no response, and the finding was lost
+    site = fixture_site(
+        {
+            "/robots.txt": "User-agent: *\nDisallow: /private\n\nSitemap: {base}/private/s.xml\n"
+            "Sitemap: {base}/s.xml\n",
+            "/private/s.xml": urlset("{base}/p"),
+            "/s.xml": urlset("{base}/open"),
+        }
+    )
+    audit_file = tmp_path / "findings.jsonl"
+    settings = {**FAST, "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file), "ROBOTSTXT_OBEY": True, "USER_AGENT": "testbot"}
+    result = crawl({"homepage": site.base}, settings=settings).assert_ok()
+    assert result.kinds()[site.url("/private/s.xml")] == "invalid"  # forbidden by robots.txt
+    assert [(f["rule"], f["sitemap_url"], f["detail"]) for f in read_findings(audit_file)] == [
+        ("sitemap-disallowed", site.url("/private/s.xml"), "disallowed for 'testbot'"),
+    ]
+
+
 def test_a_sitemap_reached_again_by_a_redirect_is_audited_once(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
 ) -> None:

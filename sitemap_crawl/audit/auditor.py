@@ -121,6 +121,8 @@ class SiteAudit:
         self.responses_audited: set[tuple[str, str]] = set()
         """(URL asked for, URL answered from) of each response audited: a sitemap the site lists
         twice is fetched twice (it is twice in the tree) and audited once."""
+        self.responses_forbidden: set[str] = set()
+        """The sitemaps judged by :meth:`audit_forbidden` (one listed twice is one finding)."""
         self.bodies_audited: set[str] = set()
         """The URLs whose body was audited: a sitemap reached again under another URL (one that
         redirects to it) is one document, audited once (its redirect is still a finding)."""
@@ -252,6 +254,16 @@ class SiteAudit:
             yield self.finding(rules.GZIP_MISLABELLED, url, None, "gzip twice: Content-Encoding: gzip over a gzip file")
         elif gzip_body and content_type.split(";")[0].strip() in _XML_OR_TEXT:
             yield self.finding(rules.GZIP_MISLABELLED, url, None, f"a gzip file served as Content-Type {content_type}")
+
+    def audit_forbidden(self, url: str) -> Iterator[Finding]:
+        """``sitemap-disallowed`` for a sitemap the crawl obeyed robots.txt not to fetch (as
+        :meth:`audit_fetch` finds it for one fetched), when its host's robots.txt was read."""
+        if url in self.responses_forbidden:
+            return
+        self.responses_forbidden.add(url)
+        robots = self._robots.get(url_host_and_port(url))
+        if robots is not None and robots.disallows(url):
+            yield self.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
 
     def audit_undecodable(self, url: str, content_encoding: str) -> Iterator[Finding]:
         """``gzip-mislabelled``: Content-Encoding: gzip on a body that is not gzip (an HTTP client

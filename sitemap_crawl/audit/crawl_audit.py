@@ -126,6 +126,10 @@ class CrawlAudit:
             return Counter()
         return self._write_all(self._site_audit(site).audit_undecodable(url, encoding))
 
+    def forbidden(self, site: str, url: str) -> Counter[str]:
+        """A sitemap the crawl did not fetch because robots.txt disallows it (ROBOTSTXT_OBEY)."""
+        return self._write_all(self._site_audit(site).audit_forbidden(url))
+
     def add_tree(self, site: str, root: Any) -> Counter[str]:
         """A site's finished sitemap tree, for the report."""
         if self.report is not None:

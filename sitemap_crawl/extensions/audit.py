@@ -33,12 +33,14 @@ from sitemap_crawl.audit.crawl_audit import ResponseFacts
 from sitemap_crawl.audit.process import AUDIT_MODULE, CALL, DONE, FINISH, OPEN, RESPONSE
 from sitemap_crawl.discovery.rules import KNOWN
 from sitemap_crawl.discovery.site import Visit
+from sitemap_crawl.items import NodeReport
+from sitemap_crawl.kinds import ErrorReason
 from sitemap_crawl.names import AUDIT_ENCODING_META_KEY, AUDIT_PAUSED_STAT, AUDIT_STAT, META_KEY
 from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.parsing.worker_protocol import encode_frame, read_frame
 from sitemap_crawl.processes import child_command, child_process_env
 from sitemap_crawl.settings_reader import SettingsReader
-from sitemap_crawl.signals import site_finished, site_tree, sitemap_response
+from sitemap_crawl.signals import site_finished, site_tree, sitemap_node, sitemap_response
 from sitemap_crawl.tree import SitemapTree
 
 logger = logging.getLogger(__name__)
@@ -68,6 +70,7 @@ class SitemapAuditExtension:
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self._response, signal=sitemap_response)
         crawler.signals.connect(self._site_finished, signal=site_finished)
+        crawler.signals.connect(self._node, signal=sitemap_node)
         if report_path:
             crawler.signals.connect(self._site_tree, signal=site_tree)
         crawler.signals.connect(self._close, signal=signals.spider_closed)
@@ -112,6 +115,12 @@ class SitemapAuditExtension:
         )
         body = response.body
         self.backlog.add((RESPONSE, facts, body), len(body))
+
+    def _node(self, node: NodeReport, site: str | None = None, **_kwargs: Any) -> None:
+        """A sitemap ROBOTSTXT_OBEY kept the crawl from fetching: no response to audit, but a
+        ``sitemap-disallowed`` all the same."""
+        if node.error == ErrorReason.FORBIDDEN_BY_ROBOTS_TXT and node.finished:
+            self.call("forbidden", site or "", node.url)
 
     def _site_finished(self, site: str, **_kwargs: Any) -> None:
         self.call("forget", site)
