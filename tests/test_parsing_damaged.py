@@ -426,19 +426,25 @@ def test_a_latin1_document_is_read_in_its_own_encoding_after_an_error() -> None:
     )
 
 
-@pytest.mark.parametrize("split", ["long-declaration", "gzip-members"])
+@pytest.mark.parametrize("split", ["long-declaration", "gzip-members", "past-a-kib", "past-a-kib-members"])
 def test_a_latin1_declaration_is_found_however_the_document_starts(split: str) -> None:
     # the encoding was looked for in the first 200 bytes of the first chunk only: a Latin-1
     # document got %E9 for its é
-    spaces = " " * (220 if split == "long-declaration" else 1)
+    spaces = " " * {"long-declaration": 220, "gzip-members": 1}.get(split, 1_100)
     declaration = f'<?xml version="1.0"{spaces}encoding="ISO-8859-1"?>'.encode()
     rest = (
         f'<urlset xmlns="{SM}"><url><loc>https://www.example.org/a?x=1&y</loc></url>'
         "<url><loc>https://www.example.org/caf"
     ).encode() + b"\xe9</loc></url></urlset>"
     body = declaration + rest
-    if split == "gzip-members":  # (the first member ends inside the declaration)
-        body = gzip.compress(declaration[:10]) + gzip.compress(declaration[10:] + rest)
+    if split.endswith("members"):  # (a first member that ends inside the declaration; 1-byte ones)
+        cut = 10 if split == "gzip-members" else 1_100
+        body = (
+            b"".join(gzip.compress(declaration[n : n + 1]) for n in range(cut))
+            if cut > 10
+            else gzip.compress(declaration[:cut])
+        )
+        body += gzip.compress(declaration[cut:] + rest)
     assert outcome(body) == (
         "xml_urlset",
         "parse error",

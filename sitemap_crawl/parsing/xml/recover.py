@@ -218,7 +218,7 @@ def _escaped_chunks(chunks: Iterator[bytes]) -> Iterator[bytes]:
 def _utf8_document(head: bytes) -> bool:
     """Whether a document whose first bytes are ``head`` is UTF-8: by its byte order mark, or
     its XML declaration (ended in ``head``), or by default (none)."""
-    text = head.removeprefix(codecs.BOM_UTF8).lstrip(b" \t\r\n")
+    text = head[:DECLARATION_MAX].removeprefix(codecs.BOM_UTF8).lstrip(b" \t\r\n")  # (however it came cut)
     if text.startswith(b"<?xml") and b"?>" not in text:
         return False  # (a declaration longer than that: not known, left alone)
     return is_utf8(wide_declaration(head) or declared_encoding(head))
