@@ -45,6 +45,7 @@ from sitemap_crawl.parsing.xml.libxml import (
     first_error,
     is_namespace_error,
     local_name,
+    parser_options,
 )
 
 SITEMAP_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -293,17 +294,7 @@ _WIDE = ("UTF-16", "UTF-32")
 def _parser(
     events: tuple[Any, ...], tag: str | tuple[str, ...] | None = None, recover: bool = False
 ) -> etree.XMLPullParser:
-    return etree.XMLPullParser(
-        events=events,
-        tag=tag,
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        huge_tree=True,
-        recover=recover,
-        remove_comments=True,  # (kept, a flood of them outside or inside the root was held whole)
-        remove_pis=True,
-    )
+    return etree.XMLPullParser(events=events, tag=tag, **parser_options(recover, huge_tree=True))
 
 
 class _NotWellFormed(Exception):

@@ -27,6 +27,7 @@ from sitemap_crawl.parsing.xml.libxml import (
     describe_error,
     drain,
     entry_ends,
+    entry_events,
     entry_parser,
     error_after_namespace_errors,
     error_kept_back,
@@ -172,8 +173,7 @@ def _entry_batches(
                 strict.feed(piece)
                 entries: list[Any] = []
                 last = None
-                events = _as_events(entry_ends(strict, gap)) if root_aware else strict.read_events()
-                for _event, element in events:
+                for _event, element in entry_events(strict, gap, root_aware):
                     last = element
                     produced += 1
                     entry = reading.read(element, sitemap_url)
@@ -248,12 +248,6 @@ def _stopped_before_the_cut(parser: etree.XMLPullParser, line_count: int, last_l
     except etree.XMLSyntaxError as error:
         return not _at_end(error.position or (0, 0), line_count, last_line_length)
     return False
-
-
-def _as_events(entries: Iterator[Element]) -> Iterator[tuple[str, Element]]:
-    """``entries`` as the end events a parser that reports nothing else gives."""
-    for entry in entries:
-        yield "end", entry
 
 
 _Returned = TypeVar("_Returned")

@@ -34,6 +34,14 @@ def entry_parser(entry_tag: str, root_name: str, recover: bool, root_aware: bool
     )
 
 
+def entry_events(parser: etree.XMLPullParser, gap: EntryGap, root_aware: bool) -> Iterable[tuple[str, Element]]:
+    """The end events of the entries an :func:`entry_parser` has ended: its own events when
+    it reports nothing else (the hot path: no generator between), else :func:`entry_ends`'s."""
+    if not root_aware:
+        return parser.read_events()
+    return (("end", element) for element in entry_ends(parser, gap))
+
+
 def entry_ends(parser: etree.XMLPullParser, gap: EntryGap) -> Iterator[Element]:
     """The entries an :func:`entry_parser` has ended (start events go to ``gap``; an element
     named like the root, the root or one below it, is no entry)."""
@@ -58,7 +66,7 @@ class _NoTree:
 def checker(recover: bool = False, huge_tree: bool = False) -> etree.XMLParser:
     """A feed parser that only says whether a document is well-formed (no tree held)."""
     target = cast("etree.ParserTarget", _NoTree())  # the stubs want every method; lxml does not
-    return etree.XMLParser(target=target, resolve_entities=False, huge_tree=huge_tree, recover=recover)
+    return etree.XMLParser(target=target, **parser_options(recover, huge_tree))
 
 
 DEFERRED_ERROR = "no element found"
@@ -91,14 +99,17 @@ def checked_error(chunks: Iterable[bytes], huge_tree: bool = False) -> etree.XML
     return None
 
 
-def parser_options(recover: bool) -> dict[str, Any]:
+def parser_options(recover: bool, huge_tree: bool = False) -> dict[str, Any]:
+    """The options of every lxml parser of a sitemap: no entity expanded, no DTD, no network,
+    comments and PIs dropped as read; libxml2's size limits unless ``huge_tree`` (the audit's
+    scan reads past them)."""
     return {
         "recover": recover,
         "resolve_entities": False,
         "no_network": True,
         "load_dtd": False,
         "dtd_validation": False,
-        "huge_tree": False,
+        "huge_tree": huge_tree,
         "remove_comments": True,
         "remove_pis": True,
     }

@@ -30,6 +30,7 @@ from sitemap_crawl.parsing.xml.libxml import (
     RootNeeded,
     XmlProblem,
     entry_ends,
+    entry_events,
     entry_parser,
     first_error,
     local_name,
@@ -96,7 +97,7 @@ def _recovering(
                 piece = chunk[start : start + RECOVER_FEED_SIZE]
                 parser.feed(piece)
                 last = None
-                for element in entry_ends(parser, gap) if root_aware else _ends(parser):
+                for _event, element in entry_events(parser, gap, root_aware):
                     seen += 1
                     if seen > skip:
                         entry = reading.read(element, sitemap_url)
@@ -130,12 +131,6 @@ def _recovering(
                 if entry is not None:
                     yield entry
     return Recovered(stream_error, first_error(parser.feed_error_log, namespace=False) is None and ends_cleanly)
-
-
-def _ends(parser: etree.XMLPullParser) -> Iterator[Element]:
-    """The elements of the end events of a parser that reports nothing else (its entries)."""
-    for _event, element in parser.read_events():
-        yield element
 
 
 _TAIL_SPACE = b" \t\r\n\x00"
