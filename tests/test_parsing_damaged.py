@@ -307,6 +307,44 @@ def test_entry_with_raw_ampersand_keeps_its_exact_url(bad_entry: bytes, expected
     assert outcome(_with_bad_entry(bad_entry)) == ("xml_urlset", "parse error", [*BEFORE, expected, *AFTER])
 
 
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        (b"&#xD83D;&#xDE00;", "\U0001f600"),  # a pair of UTF-16 code units: the character they encode
+        (b"&#55357;&#56832;", "\U0001f600"),
+        (b"&#x0d83d;&#xde00;", "\U0001f600"),
+        (b"&#xD800;", "\ufffd"),  # a lone surrogate: no character
+        (b"&#xDFFF;&#xD800;", "\ufffd\ufffd"),  # (low then high: no pair)
+        (b"&#xD83D;&#233;", "\ufffd\u00e9"),
+    ],
+)
+def test_a_surrogate_reference_keeps_the_entries_after_it(written: bytes, read: str) -> None:
+    # libxml2 refuses a reference to a surrogate and, in recover mode, kept bytes that are no
+    # UTF-8: reading that entry raised, and every entry after it was lost
+    body = _with_bad_entry(
+        b'<url><loc>https://www.example.org/mid</loc><news:news xmlns:news="http://www.google.com/schemas/sitemap-news/0.9"><news:title>a '
+        + written
+        + b" b</news:title></news:news></url>"
+    )
+    result = parse_sitemap(body, SITEMAP_URL)
+    assert (result.kind, result.error) == ("xml_urlset", "parse error")
+    assert [page.url for page in result.pages] == [*BEFORE, "https://www.example.org/mid", *AFTER]
+    news = result.pages[3].news
+    assert news is not None and news.title == f"a {read} b"
+
+
+def test_a_surrogate_reference_in_an_index_keeps_the_children_after_it() -> None:
+    children = [f"https://www.example.org/s{i}.xml" for i in range(3)]
+    entries = "".join(f"<sitemap><loc>{url}</loc></sitemap>" for url in children)
+    body = (
+        f'<sitemapindex xmlns="{SM}"><sitemap><loc>https://www.example.org/x&#xD800;.xml</loc></sitemap>'
+        f"{entries}</sitemapindex>"
+    ).encode()
+    kind, error, urls = outcome(body)
+    assert (kind, error) == ("xml_index", "parse error")
+    assert urls == ["https://www.example.org/x\ufffd.xml", *children]
+
+
 def test_entities_after_a_recovered_error_are_still_unescaped_once() -> None:
     body = _with_bad_entry(b"<url><loc>https://www.example.org/mid</loc></urll>").replace(
         b"after-0?x=1&amp;y=2", b"after-0?x=1&amp;y=2&amp;amp;z=&lt;3&gt;&#233;&#xE9;"

@@ -139,8 +139,16 @@ RECOVER_FEED_SIZE = 256 * 1024
 
 
 _MARKUP_FIX = re.compile(
-    rb"&(?:(amp|lt|gt|quot|apos);|(?!#[0-9]{1,8};|#x[0-9a-fA-F]{1,8};))|<(?![A-Za-z_:/!?\x80-\xff])"
+    rb"&#(?:x0*([dD][89a-fA-F][0-9a-fA-F]{2})|0*(5[5-7][0-9]{3}));"
+    rb"|&(?:(amp|lt|gt|quot|apos);|(?!#[0-9]{1,8};|#x[0-9a-fA-F]{1,8};))|<(?![A-Za-z_:/!?\x80-\xff])"
 )
+"""What the repair rewrites: a character reference that may name a surrogate (groups 1 and 2,
+hexadecimal or decimal), one of the five predefined entities (group 3), an ``&`` that begins no
+reference, a ``<`` that begins no markup."""
+_SURROGATE_REFERENCE = re.compile(rb"&#(?:x0*([dD][c-fC-F][0-9a-fA-F]{2})|0*(5[5-7][0-9]{3}));")
+"""A character reference that may name a low surrogate (the second of a pair)."""
+_SURROGATES = range(0xD800, 0xE000)
+_LOW_SURROGATES = range(0xDC00, 0xE000)
 
 
 _CHARACTER_REFERENCES = {b"amp": b"&#38;", b"lt": b"&#60;", b"gt": b"&#62;", b"quot": b"&#34;", b"apos": b"&#39;"}
@@ -152,7 +160,9 @@ _CDATA_START = b"<![CDATA["
 _CDATA_END = b"]]>"
 
 
-_REPAIR_LOOKAHEAD = 16
+_REPAIR_LOOKAHEAD = 32
+"""Bytes held back after each piece repaired, so that a reference (or a pair of them) that
+begins in it is seen whole."""
 
 
 _BYTE_NOT_UTF8 = re.compile("[\udc80-\udcff]")
@@ -263,6 +273,28 @@ def _repair_markup(chunks: Iterator[bytes]) -> Iterator[bytes]:
         yield _escape_markup(pending, len(pending), in_cdata)[0]
 
 
+def _reference_value(match: re.Match[bytes]) -> int:
+    hexadecimal, decimal = match.group(1, 2)
+    return int(hexadecimal, 16) if hexadecimal is not None else int(decimal)
+
+
+def _surrogate_pair(data: bytes, match: re.Match[bytes]) -> tuple[bytes, int]:
+    """The reference ``match`` found, as libxml2 can read it, and where the data after it
+    begins. Generators that write UTF-16 code units (``&#xD83D;&#xDE00;`` for U+1F600) name
+    surrogates, which XML forbids: libxml2 reads on in recover mode but keeps bytes that are
+    no UTF-8, and the entries after it were lost. A pair becomes the character it encodes,
+    a lone surrogate U+FFFD; a reference to any other character is left as it is."""
+    value = _reference_value(match)
+    if value not in _SURROGATES:
+        return match.group(0), match.end()
+    if value < _LOW_SURROGATES.start:
+        low = _SURROGATE_REFERENCE.match(data, match.end())
+        if low is not None and (low_value := _reference_value(low)) in _LOW_SURROGATES:
+            character = 0x10000 + ((value - 0xD800) << 10) + (low_value - 0xDC00)
+            return b"&#x%X;" % character, low.end()
+    return b"&#xFFFD;", match.end()
+
+
 def _escape_markup(data: bytes, limit: int, in_cdata: bool) -> tuple[bytes, bool, int]:
     """``data`` repaired from its start to at least ``limit`` (the bytes after it serve
     as lookahead), whether that ends inside a CDATA section, and how far it went."""
@@ -284,13 +316,18 @@ def _escape_markup(data: bytes, limit: int, in_cdata: bool) -> tuple[bytes, bool
         for match in _MARKUP_FIX.finditer(data, position, min(len(data), stop + _REPAIR_LOOKAHEAD)):
             if match.start() >= stop:
                 break
+            if match.start() < last:
+                continue  # (the second of a surrogate pair, already written)
             pieces.append(data[last : match.start()])
-            name = match.group(1)
-            if name is not None:
+            last = match.end()
+            hexadecimal, decimal, name = match.group(1, 2, 3)
+            if hexadecimal is not None or decimal is not None:
+                reference, last = _surrogate_pair(data, match)
+                pieces.append(reference)
+            elif name is not None:
                 pieces.append(_CHARACTER_REFERENCES[name])
             else:
                 pieces.append(b"&#38;" if data[match.start()] == 0x26 else b"&#60;")
-            last = match.end()
         pieces.append(data[last:stop])
         position = max(stop, last)  # a reference that began before ``stop`` may end after it
         if stop == start:
