@@ -119,6 +119,28 @@ def test_rss_dc_date_and_bad_dates() -> None:
     ]
 
 
+@pytest.mark.parametrize("pub_date", ["someday", "", "  "])
+def test_rss_dc_date_is_the_date_when_pub_date_is_not_one(pub_date: str) -> None:
+    # as an Atom entry's <published> stands in for an <updated> that is not a date
+    body = rss(
+        f"<item><link>https://www.example.org/a</link><pubDate>{pub_date}</pubDate>"
+        "<dc:date>2016-06-01T12:00:00Z</dc:date></item>",
+        'version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"',
+    )
+    [page] = feed_pages(body, "rss")
+    assert page.last_modified == "2016-06-01T12:00:00+00:00"
+    assert page.news is not None and page.news.publish_date == page.last_modified
+
+
+def test_rss_pub_date_comes_before_dc_date() -> None:
+    body = rss(
+        "<item><link>https://www.example.org/a</link><dc:date>2016-06-01T12:00:00Z</dc:date>"
+        "<pubDate>Wed, 02 Oct 2002 13:00:00 GMT</pubDate></item>",
+        'version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"',
+    )
+    assert [page.last_modified for page in feed_pages(body, "rss")] == ["2002-10-02T13:00:00+00:00"]
+
+
 def test_rss_items_without_any_url_are_skipped_and_duplicates_removed() -> None:
     body = rss(
         "<item><title>no link</title></item>"

@@ -40,7 +40,7 @@ def _any_child_text(entry: Element, name: str) -> str | None:
 
 def read_rss_item(element: Element, sitemap_url: str) -> SitemapPage | None:
     """An RSS 2.0 ``<item>`` as a page whose news holds its title and date (its own
-    ``pubDate``, else a ``dc:date``)."""
+    ``pubDate``, else a ``dc:date``: when there is no ``pubDate`` or it is not a date)."""
     link = guid = title = published = None
     guid_is_link = True
     for name, child in _own_children(element):
@@ -53,14 +53,14 @@ def read_rss_item(element: Element, sitemap_url: str) -> SitemapPage | None:
             title = child.text
         elif name == "pubDate" and published is None:
             published = child.text
-    if published is None:
-        published = _any_child_text(element, "date")
     url = resolve_url(link, sitemap_url)
     if url is None and guid_is_link:
         url = resolve_url(guid, sitemap_url)
     if url is None:
         return None
     publish_date = normalize_date(published)
+    if publish_date is None:  # (none, or not a date)
+        publish_date = normalize_date(_any_child_text(element, "date"))
     return SitemapPage(
         url=url,
         sitemap_url=sitemap_url,
