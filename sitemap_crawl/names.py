@@ -73,6 +73,8 @@ TOKEN_META_KEY = "sitemap_crawl_loader"
 """Request meta key holding the loader's handle of a page request (internal)."""
 SITEMAP_META_KEY = "sitemap_crawl_loader_sitemap"
 """Request meta key marking the loader's own sitemap downloads."""
+DOWNLOAD_META_KEY = "sitemap_crawl_loader_download"
+"""Request meta key holding the loader's record of one of its sitemap downloads (internal)."""
 DUPES_ONLY_META_KEY = "sitemap_crawl_dont_filter_dupes_only"
 """Request meta key: the page request's ``dont_filter`` is there to skip the duplicate filter
 only; allowed_domains still applies to it and to its redirects (internal)."""

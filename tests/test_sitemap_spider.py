@@ -768,6 +768,81 @@ def test_a_homepage_that_cannot_be_reached_is_asked_once(fixture_site: SiteFacto
     assert "Gave up retrying" not in result.log
 
 
+@pytest.mark.parametrize("first", ["/robots.txt", "/sitemap.xml"])
+def test_a_first_request_redirected_to_a_dead_host_leaves_the_site_reachable(
+    fixture_site: SiteFactory, tmp_path: Path, first: str
+) -> None:
+    # the site answered (a redirect): the drop-in called it unreachable and probed no
+    # well-known path, where the sitemaps spider reads on (one discovery for both)
+    gone = fixture_site({})
+    gone.stop()
+    site = with_pages(
+        fixture_site({first: Route(redirect_to=gone.url("/x.xml")), "/sitemap_index.xml": urlset("{base}/a")}), "/a"
+    )
+    source = sitemap_spider("moved", parse='yield {"url": response.url}')
+    arguments = {"homepage": site.base, **({"sitemap_use_robots": "no"} if first == "/sitemap.xml" else {})}
+    result = run_spider(tmp_path, source, spider_args=arguments, settings={"RETRY_TIMES": 0})
+    result.assert_ok()
+    assert result.urls() == [site.url("/a")]
+    assert "is unreachable" not in result.log
+
+
+@pytest.mark.parametrize("left_out_by", ["since", "sitemap_filter"])
+def test_a_child_under_robots_left_out_is_not_read_as_a_well_known_path(
+    fixture_site: SiteFactory, tmp_path: Path, left_out_by: str
+) -> None:
+    # the drop-in left it out, then read it as a well-known path and requested its pages
+    site = with_pages(
+        fixture_site(
+            {
+                "/robots.txt": robots("{base}/index.xml"),
+                "/index.xml": sitemapindex(
+                    {"loc": "{base}/sitemap_news.xml", "lastmod": "2001-01-01"},
+                    {"loc": "{base}/keep.xml", "lastmod": "2025-01-01"},
+                ),
+                "/sitemap_news.xml": urlset("{base}/old"),
+                "/keep.xml": urlset("{base}/new"),
+            }
+        ),
+        "/old",
+        "/new",
+    )
+    members = ""
+    arguments = {"homepage": site.base}
+    if left_out_by == "since":
+        arguments["since"] = "2010-01-01"
+    else:
+        members = "def sitemap_filter(self, entries):\n    return (e for e in entries if 'news' not in e['loc'])\n"
+    result = run_spider(
+        tmp_path, sitemap_spider("left", parse='yield {"url": response.url}', members=members), spider_args=arguments
+    )
+    result.assert_ok()
+    assert result.urls() == [site.url("/new")]
+    assert site.hits("/sitemap_news.xml") == 0
+
+
+def test_no_url_of_a_redirect_chain_under_robots_is_probed_again_by_the_drop_in(
+    fixture_site: SiteFactory, tmp_path: Path
+) -> None:
+    site = with_pages(
+        fixture_site(
+            {
+                "/robots.txt": robots("{base}/old.xml"),
+                "/old.xml": Route(redirect_to="/sitemap.xml"),
+                "/sitemap.xml": Route(redirect_to="/sitemap_index.xml"),
+                "/sitemap_index.xml": urlset("{base}/p"),
+            }
+        ),
+        "/p",
+    )
+    result = run_spider(
+        tmp_path, sitemap_spider("chain", parse='yield {"url": response.url}'), spider_args={"homepage": site.base}
+    )
+    result.assert_ok()
+    assert result.urls() == [site.url("/p")]
+    assert (site.hits("/sitemap.xml"), site.hits("/sitemap_index.xml")) == (1, 1)
+
+
 def test_several_homepages_one_site_after_another(fixture_site: SiteFactory, tmp_path: Path) -> None:
     # three virtual hosts served by one fixture server (resolved by the test DNS resolver)
     site = fixture_site(

@@ -334,12 +334,18 @@ class SiteDiscovery:
         self._reached_by_known.add(final_url)
         return True
 
-    def follows(self, parent: Visit, url: str, parent_kind: str) -> bool:
-        """Whether a sub-sitemap ``url`` declared by ``parent`` (a sitemap of ``parent_kind``)
-        is fetched. Declared under robots.txt, it counts as seen there, fetched or not
-        (``follow``/``deny``, ``-a since``, a loop or the depth limit): no known path reads it."""
+    def listed(self, parent: Visit, url: str) -> bool:
+        """``parent`` lists the sub-sitemap ``url``, fetched or not (``follow``/``deny``, ``-a
+        since``, a ``sitemap_filter``, a loop or the depth limit): under robots.txt it counts as
+        seen there, and no known path reads it. True (for use in a filter of the children)."""
         if parent.under_robots:
             self._seen_under_robots.add(url)
+        return True
+
+    def follows(self, parent: Visit, url: str, parent_kind: str) -> bool:
+        """Whether a sub-sitemap ``url`` declared by ``parent`` (a sitemap of ``parent_kind``)
+        is fetched; it is :meth:`listed` either way."""
+        self.listed(parent, url)
         if parent_kind == NodeKind.ROBOTS_TXT:
             return True
         refusal = self.rules.refusal(url)

@@ -619,10 +619,10 @@ class SitemapRequestLoader:
         try:
             fetched = await self._fetch(url)
         except SitemapFetchError as exc:
-            self._discovery.failed(visit, exc.reason)
+            self._discovery.failed(visit, exc.reason, after_redirect=exc.after_redirect)
             return
         final_url = fetched.url or url
-        if final_url != url and not self._discovery.redirected(visit, final_url):
+        if final_url != url and not self._discovery.redirected(visit, final_url, fetched.redirect_urls):
             return
         reader = SitemapReader(
             fetched.body, final_url, is_robots=visit.role == ROBOTS, limits=self.limits, every_link=self.every_link
@@ -643,12 +643,17 @@ class SitemapRequestLoader:
 
     def _read_index(self, visit: Visit, final_url: str, reader: SitemapReader) -> None:
         lineage = visit.ancestors | {visit.url, final_url}
-        refs = (entry for entry in reader if isinstance(entry, SitemapRef))
+        listed = self._discovery.listed  # (before a filter: a child it leaves out was listed all the same)
+        refs = (entry for entry in reader if isinstance(entry, SitemapRef) and listed(visit, entry.url))
         chosen: Iterable[SitemapRef | str] = refs
         if reader.kind == ROBOTS_TXT:
             pass  # robots.txt's Sitemap: lines are not filtered
         elif self._sitemap_texts_filter is not None:
-            with_texts = ((entry, texts) for entry, texts in reader.iter_with_texts() if isinstance(entry, SitemapRef))
+            with_texts = (
+                (entry, texts)
+                for entry, texts in reader.iter_with_texts()
+                if isinstance(entry, SitemapRef) and listed(visit, entry.url)
+            )
             chosen = self._sitemap_texts_filter(with_texts, visit.url)
         elif self._sitemap_filter is not None:
             chosen = self._sitemap_filter(refs, visit.url)

@@ -12,7 +12,7 @@ from scrapy.core.scheduler import Scheduler
 from scrapy.settings import BaseSettings
 
 from sitemap_crawl.loader.fetching import FetchedSitemap, SitemapFetchError
-from sitemap_crawl.names import META_KEY, RUN_META_KEY, SITEMAP_META_KEY, TOKEN_META_KEY
+from sitemap_crawl.names import DOWNLOAD_META_KEY, META_KEY, RUN_META_KEY, SITEMAP_META_KEY, TOKEN_META_KEY
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -58,14 +58,34 @@ def use_loader_scheduler(settings: BaseSettings) -> None:
         settings.set("SCHEDULER", SCHEDULER_PATH, priority="spider")
 
 
+class _Download:
+    """What the fetcher learns of one download while Scrapy makes it."""
+
+    __slots__ = ("redirected",)
+
+    def __init__(self) -> None:
+        self.redirected = False
+
+
 class ScrapySitemapFetcher:
     """Downloads a sitemap with ``engine.download_async``: through the downloader middlewares
     (retry, redirect, decompression, robots.txt, allowed_domains...), never through the
     scheduler, the duplicate filter or JOBDIR's request queue."""
 
     def __init__(self, crawler: Crawler, max_size: int) -> None:
+        from scrapy import signals
+
         self.crawler = crawler
         self.max_size = max_size
+        crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
+
+    @staticmethod
+    def _reached_downloader(request: Any, **_kwargs: Any) -> None:
+        """Note on the download's record that it was redirected (the redirect's request
+        shares its meta's values with the one the fetcher made)."""
+        record = request.meta.get(DOWNLOAD_META_KEY)
+        if isinstance(record, _Download) and request.meta.get("redirect_urls"):
+            record.redirected = True
 
     def _closing(self) -> bool:
         engine = self.crawler.engine
@@ -84,10 +104,16 @@ class ScrapySitemapFetcher:
             raise asyncio.CancelledError  # the crawl is ending: leave this sitemap for the next run
         engine = self.crawler.engine
         assert engine is not None
+        record = _Download()
         request = Request(
             url,
             callback=NO_CALLBACK,  # (no dont_filter: OffsiteMiddleware leaves out off-site sitemaps)
-            meta={"download_maxsize": self.max_size, "download_warnsize": self.max_size, SITEMAP_META_KEY: True},
+            meta={
+                "download_maxsize": self.max_size,
+                "download_warnsize": self.max_size,
+                SITEMAP_META_KEY: True,
+                DOWNLOAD_META_KEY: record,
+            },
         )
         try:
             response = await engine.download_async(request)
@@ -96,10 +122,12 @@ class ScrapySitemapFetcher:
         except Exception as exc:
             if self._closing():
                 raise asyncio.CancelledError from exc
-            raise SitemapFetchError(failure_reason(exc)) from exc
+            raise SitemapFetchError(failure_reason(exc), after_redirect=record.redirected) from exc
         if not 200 <= response.status < 300:
             raise SitemapFetchError(f"HTTP {response.status}")
-        return FetchedSitemap(response.url, response.body)
+        final_request = response.request
+        hops = final_request.meta.get("redirect_urls", ()) if final_request is not None else ()
+        return FetchedSitemap(response.url, response.body, tuple(hops))
 
 
 def loader_from_crawler(
