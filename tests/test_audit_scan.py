@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import random
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from sitemap_crawl.audit import rules
 from sitemap_crawl.audit import scan as scan_module
 from sitemap_crawl.audit.auditor import SiteAudit
 from sitemap_crawl.audit.scan import SitemapFacts, scan, text_lines
+from sitemap_crawl.parsing import parse_sitemap
 
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
 FEED_URL = "https://example.com/feed.xml"
@@ -71,6 +73,11 @@ SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 TEXT_URL = "https://example.com/sitemap.txt"
 
 
+def urlset_text(pages: list[str]) -> str:
+    entries = "".join(f"<url><loc>{page}</loc></url>\n" for page in pages)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{SITEMAP_NS}">\n{entries}</urlset>\n'
+
+
 def test_an_xml_sitemap_after_a_byte_order_mark_is_read_as_xml() -> None:
     body = f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{SITEMAP_NS}">'
     body += "<url><loc>https://example.com/a</loc><priority>2</priority></url></urlset>"
@@ -87,7 +94,7 @@ def test_a_byte_order_mark_is_not_part_of_a_text_sitemaps_first_url() -> None:
     assert audit.sitemap_pages == {TEXT_URL: 2}
 
 
-LINE_ENDS = ("\n", "\r\n", "\r", "\n\n", " \n\t", "\u2028")
+LINE_ENDS = ("\n", "\r\n", "\r", "\n\n", " \n\t")
 
 
 def text_body(lines: int, seed: int) -> str:
@@ -108,7 +115,7 @@ def test_text_lines_are_the_lines_of_the_whole_body(
     text = text_body(3000, chunk_size) + ending
     facts = SitemapFacts()
     read = [line for batch in text_lines(text.encode(), facts) for line in batch]
-    assert read == [line.strip() for line in text.splitlines() if line.strip()]
+    assert read == [line.strip() for line in re.split("\r\n|\r|\n", text) if line.strip()]
     assert (facts.bad_utf8, facts.error, facts.size) == (None, None, len(text.encode()))
 
 
@@ -120,7 +127,48 @@ def test_text_lines_after_a_byte_that_is_not_utf8(monkeypatch: pytest.MonkeyPatc
     facts = SitemapFacts()
     read = [line for batch in text_lines(body, facts) for line in batch]
     assert facts.bad_utf8 == len(good) + len("https://example.com/caf")
-    assert read == [line.strip() for line in body.decode("utf-8", "replace").splitlines() if line.strip()]
+    text = body.decode("utf-8", "replace")
+    assert read == [line.strip() for line in re.split("\r\n|\r|\n", text) if line.strip()]
+
+
+@pytest.mark.parametrize("inside", ["\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u2029"])
+def test_a_text_sitemap_line_is_split_where_the_crawl_splits_it(inside: str) -> None:
+    # str.splitlines() broke these lines in two: a relative-url for the tail, a false
+    # duplicate-in-sitemap for the head, and no unescaped-url for the URL the crawl reads
+    body = f"https://example.com/a{inside}x\nhttps://example.com/a{inside}y\nhttps://example.com/ok\n".encode()
+    read = [line for batch in text_lines(body, SitemapFacts()) for line in batch]
+    assert read == [f"https://example.com/a{inside}x", f"https://example.com/a{inside}y", "https://example.com/ok"]
+    assert len(parse_sitemap(body, TEXT_URL).pages) == 3
+    found = [(finding.rule, finding.url) for finding in SiteAudit(None, now=NOW).audit_sitemap(body, TEXT_URL)]
+    assert found == [("unescaped-url", read[0]), ("unescaped-url", read[1])]
+
+
+def test_a_text_sitemap_line_keeps_what_the_crawl_keeps_around_it() -> None:
+    # the crawl strips ASCII whitespace, and the rest of a URL's edges when the line starts with one
+    body = "\u00a0https://example.com/a\u200b\n https://example.com/b \x0b\n".encode()
+    read = [line for batch in text_lines(body, SitemapFacts()) for line in batch]
+    assert read == ["https://example.com/a", "https://example.com/b"]
+    assert [page.url for page in parse_sitemap(body, TEXT_URL).pages] == read
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["urlset", "text"])
+def test_a_gzip_body_past_the_scan_limit_is_too_large_not_invalid(monkeypatch: pytest.MonkeyPatch, text: bool) -> None:
+    # a sound document: the scan stopping at its own limit is not the document's fault
+    monkeypatch.setattr(scan_module, "SCAN_LIMIT", 4000)
+    monkeypatch.setattr(rules, "MAX_BYTES", 3000)
+    pages = [f"https://example.com/{number}" for number in range(300)]
+    plain = "".join(f"{page}\n" for page in pages) if text else urlset_text(pages)
+    url = TEXT_URL + ".gz" if text else "https://example.com/sitemap.xml.gz"
+    found = [
+        (finding.rule, finding.detail)
+        for finding in SiteAudit(None, now=NOW).audit_sitemap(gzip.compress(plain.encode()), url)
+    ]
+    assert found == [("too-large", "more than 4,000 bytes uncompressed (at most 3,000)")]
+    monkeypatch.setattr(scan_module, "SCAN_LIMIT", 1 << 20)  # read whole: the size as it is
+    found = [
+        (finding.rule, finding.detail) for finding in SiteAudit(None, now=NOW).audit_sitemap(plain.encode(), url[:-3])
+    ]
+    assert found == [("too-large", f"{len(plain):,} bytes uncompressed (at most 3,000)")]
 
 
 def test_a_text_sitemap_whose_gzip_stream_breaks_off() -> None:

@@ -21,7 +21,6 @@ from sitemap_crawl.audit.location import SitemapPlace, check_url, check_urls, ur
 from sitemap_crawl.audit.rules import SEVERITY_OF, Rule
 from sitemap_crawl.audit.scan import (
     INDEX,
-    SCAN_LIMIT,
     SITEMAP_NAMESPACE,
     URLSET,
     RawEntry,
@@ -485,7 +484,7 @@ class SiteAudit:
             rule = rules.UNESCAPED_ENTITY if _UNESCAPED.search(facts.error) else rules.INVALID_DOCUMENT
             yield self.finding(rule, sitemap_url, None, facts.error[:300])
         if facts.size > rules.MAX_BYTES:
-            size = f"more than {facts.size:,}" if facts.size >= SCAN_LIMIT else f"{facts.size:,}"
+            size = f"more than {facts.size:,}" if facts.cut else f"{facts.size:,}"
             yield self.finding(
                 rules.TOO_LARGE, sitemap_url, None, f"{size} bytes uncompressed (at most {rules.MAX_BYTES:,})"
             )
@@ -517,9 +516,10 @@ class SiteAudit:
             # (told: the finding above is about the root's namespace: a root in none because its
             # prefix is not declared, or one that is no valid URI: one fault, one finding)
             yield self.finding(rules.BAD_NAMESPACE, sitemap_url, None, f"namespace {facts.namespace!r}")
-        if facts.entry_count == 0 and facts.error is None:
+        whole = facts.error is None and not facts.cut
+        if facts.entry_count == 0 and whole:
             yield self.finding(rules.EMPTY_SITEMAP, sitemap_url, None, f"<{facts.root}> with no entry")
-        elif located == 0 and facts.error is None:
+        elif located == 0 and whole:
             yield self.finding(rules.EMPTY_SITEMAP, sitemap_url, None, f"<{facts.root}> with no entry that has a <loc>")
         if facts.root == URLSET and located > rules.MAX_URLS:  # (an entry without a <loc> is no URL)
             yield self.finding(rules.TOO_MANY_URLS, sitemap_url, None, f"{located:,} URLs")
@@ -543,7 +543,7 @@ class SiteAudit:
             count += len(locs)
             yield from self._pages(list(map(RawEntry, locs)), place, cross_hosts, listing, robots, lastmods)
         self.sitemap_pages[sitemap_url] = count
-        if count == 0 and facts.error is None:
+        if count == 0 and facts.error is None and not facts.cut:
             what = "an empty body" if facts.size == 0 else "a text sitemap with no URL"
             yield self.finding(rules.EMPTY_SITEMAP, sitemap_url, None, what)
         yield from self._bytes(facts, sitemap_url)  # (its only error is the gzip stream's)

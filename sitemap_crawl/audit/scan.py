@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree
 
+from sitemap_crawl.parsing.fields import strip_url_text
 from sitemap_crawl.parsing.reader import DEFAULT_LIMITS
 from sitemap_crawl.parsing.stream import (
     GZIP_MAGIC,
     Body,
     CorruptInput,
     FileBody,
+    SizeLimitExceeded,
     StreamError,
     gunzip_chunks,
     iter_chunks,
@@ -87,6 +90,9 @@ class SitemapFacts:
     bad_utf8: int | None = None
     """Offset (in the uncompressed document) of the first byte that is not UTF-8, when
     the document claims UTF-8 (or names no encoding, so UTF-8 by default)."""
+    cut: bool = False
+    """A gzip body inflated past ``SCAN_LIMIT``: read no further (``too-large`` says so; what
+    was read is checked, and what needs the whole document is not judged)."""
 
 
 def body_head(body: Body, size: int) -> bytes:
@@ -225,6 +231,10 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
         facts.error = f"{exc}: not read further"
     except _NoRootFound as exc:
         facts.error = str(exc)
+    except SizeLimitExceeded:
+        if reader.read_before_error:
+            yield reader.read_before_error
+        facts.cut = True
     except etree.XMLSyntaxError as exc:
         if reader.read_before_error:  # (counted: a read again in recover mode skips them)
             yield reader.read_before_error
@@ -271,11 +281,13 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
                 decoder = codecs.getincrementaldecoder("utf-8")("replace")
                 text = decoder.decode(held + chunk)
             offset += len(chunk)
-            lines = (partial + text).splitlines(keepends=True)
-            partial = lines.pop() if lines else ""  # ended or not, split again with what follows
-            batch = [line for raw in lines if (line := raw.strip())]
+            lines = _LINE_BREAK.split(partial + text)
+            partial = lines.pop()  # ended or not, split again with what follows
+            batch = [line for raw in lines if (line := _line_text(raw))]
             if batch:
                 yield batch
+    except SizeLimitExceeded:
+        facts.cut = True
     except StreamError as exc:
         facts.error = _gzip_error(exc)
     try:
@@ -283,8 +295,24 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
     except UnicodeDecodeError as exc:  # the body ends inside a character
         facts.bad_utf8 = max(0, offset - len(decoder.getstate()[0]) + exc.start)
         partial += "\ufffd"
-    if line := partial.strip():
+    if facts.error is None and not facts.cut and (line := _line_text(partial)):  # (a cut line is no URL)
         yield [line]
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+"""What ends a text sitemap's line, as the crawl splits them (``parsing.text.iter_lines``):
+not the other breaks ``str.splitlines`` knows (U+2028, ``\\x0b``...), which stay in the URL."""
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
+
+
+def _line_text(line: str) -> str:
+    """A line's text as the crawl reads it (``parsing.text.page_from_line``): without the ASCII
+    whitespace around it, and without the rest of ``strip_url_text`` when it starts with a
+    control or a character that is not ASCII."""
+    line = line.strip(_ASCII_SPACE)
+    if line and (line[0] < " " or line[0] >= "\x80"):
+        line = strip_url_text(line)
+    return line
 
 
 _WIDE = ("UTF-16", "UTF-32")
