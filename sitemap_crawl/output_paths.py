@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 
 def unwritable_reason(path: str | Path) -> str | None:
@@ -25,4 +28,32 @@ def unwritable_reason(path: str | Path) -> str | None:
         probe.unlink()
     except OSError as exc:
         return f"{str(path)!r} cannot be written ({exc.strerror or exc})"
+    return None
+
+
+def feed_files(feeds: Mapping[Any, Any]) -> Iterator[tuple[str, str]]:
+    """("feed <uri>", path) of each FEEDS entry written to a local file whose name is fixed
+    (not one Scrapy names from ``%(time)s`` and the like)."""
+    for uri in feeds:
+        text = str(uri)
+        if "%(" in text:
+            continue
+        parts = urlsplit(text)
+        if parts.scheme == "file":
+            yield f"the feed {text!r}", unquote(parts.path)
+        elif not parts.scheme or len(parts.scheme) == 1:  # (a path; C:\\... on Windows)
+            yield f"the feed {text!r}", text
+
+
+def shared_file(outputs: Iterable[tuple[str, str | None]]) -> str | None:
+    """Why two of ``outputs`` (what writes it, its path) cannot both be written: they name
+    the same file (the last one written would hold it alone). None when they do not."""
+    seen: dict[Path, str] = {}
+    for what, path in outputs:
+        if not path:
+            continue
+        key = Path(path).expanduser().resolve()
+        if key in seen:
+            return f"{seen[key]} and {what} name the same file {path!r}: give each its own"
+        seen[key] = what
     return None

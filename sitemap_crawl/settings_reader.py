@@ -157,6 +157,12 @@ class SettingsReader:
         return str(value) if value else None
 
     @property
+    def history_file(self) -> str | None:
+        """The history's SQLite file (SITEMAP_CRAWL_HISTORY), or None."""
+        value = self._settings.get("SITEMAP_CRAWL_HISTORY")
+        return str(value) if value else None
+
+    @property
     def audit_file(self) -> str | None:
         """The audit's findings file (SITEMAP_CRAWL_AUDIT_FILE), or None."""
         value = self._settings.get("SITEMAP_CRAWL_AUDIT_FILE")
@@ -265,7 +271,7 @@ class SettingsReader:
         value = self._get(name)
         auto = value is None or str(value).strip().lower() == "auto"
         count = max(1, min(MAX_AUTO_PROCESSES, usable_cpus())) if auto else self._whole(name, 1)
-        one_process = self.audited or self._get("SITEMAP_CRAWL_HISTORY") or self.slot_limits.by_ip
+        one_process = self.audited or self.history_file or self.slot_limits.by_ip
         return 1 if one_process else count
 
     @property

@@ -311,3 +311,21 @@ def test_a_tree_file_that_cannot_be_written_stops_the_crawl_at_start(
     assert len(errors) == 1, errors
     assert errors[0].endswith(f"SITEMAP_CRAWL_TREE_FILE: {str(tmp_path)!r} is a directory")
     assert "Traceback" not in result.log and site.paths() == []
+
+
+@pytest.mark.parametrize("other", ["SITEMAP_CRAWL_AUDIT_FILE", "FEEDS"])
+def test_a_tree_file_that_another_output_also_names_stops_the_crawl_at_start(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path, other: str
+) -> None:
+    # the last one written held the file alone: the tree or the findings lost, exit code 0
+    site = fixture_site({"/robots.txt": robots("{base}/a.xml"), "/a.xml": urlset("{base}/a")})
+    path = str(tmp_path / "out.json")
+    value: object = {path: {"format": "json"}} if other == "FEEDS" else path
+    result = crawl({"homepage": site.base}, settings={"SITEMAP_CRAWL_TREE_FILE": path, other: value})
+    assert result.returncode == 1
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1, errors
+    assert "SITEMAP_CRAWL_TREE_FILE and " in errors[0] and errors[0].endswith(
+        f"name the same file {path!r}: give each its own"
+    )
+    assert "Traceback" not in result.log and site.paths() == []

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitemap_crawl.output_paths import unwritable_reason
+import pytest
+
+from sitemap_crawl.output_paths import feed_files, shared_file, unwritable_reason
 
 
 def test_a_path_in_new_folders_is_writable_and_the_folders_are_made(tmp_path: Path) -> None:
@@ -21,3 +23,27 @@ def test_a_directory_or_a_path_below_a_file_is_not(tmp_path: Path) -> None:
         f"{str(tmp_path / 'file.txt' / 'deeper' / 'tree.json')!r} cannot be written: "
         f"{str(tmp_path / 'file.txt')!r} is a file, not a folder"
     )  # it said "File exists"
+
+
+def test_two_outputs_naming_one_file_are_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    outputs = [("SITEMAP_CRAWL_TREE_FILE", "out/tree.json"), ("SITEMAP_CRAWL_AUDIT_FILE", None)]
+    assert shared_file(outputs) is None
+    outputs.append(("SITEMAP_CRAWL_REPORT_FILE", str(tmp_path / "out" / "." / "tree.json")))
+    assert shared_file(outputs) == (
+        f"SITEMAP_CRAWL_TREE_FILE and SITEMAP_CRAWL_REPORT_FILE name the same file "
+        f"{str(tmp_path / 'out' / '.' / 'tree.json')!r}: give each its own"
+    )
+
+
+def test_the_feeds_written_to_fixed_local_files() -> None:
+    feeds = {
+        "pages.csv": {"format": "csv"},
+        "file:///tmp/a%20b.jsonl": {"format": "jsonl"},
+        "s3://bucket/pages.jsonl": {"format": "jsonl"},
+        "pages-%(time)s.json": {"format": "json"},
+    }
+    assert list(feed_files(feeds)) == [
+        ("the feed 'pages.csv'", "pages.csv"),
+        ("the feed 'file:///tmp/a%20b.jsonl'", "/tmp/a b.jsonl"),
+    ]

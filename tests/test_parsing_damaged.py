@@ -322,7 +322,8 @@ def test_a_surrogate_reference_keeps_the_entries_after_it(written: bytes, read: 
     # libxml2 refuses a reference to a surrogate and, in recover mode, kept bytes that are no
     # UTF-8: reading that entry raised, and every entry after it was lost
     body = _with_bad_entry(
-        b'<url><loc>https://www.example.org/mid</loc><news:news xmlns:news="http://www.google.com/schemas/sitemap-news/0.9"><news:title>a '
+        b"<url><loc>https://www.example.org/mid</loc>"
+        b'<news:news xmlns:news="http://www.google.com/schemas/sitemap-news/0.9"><news:title>a '
         + written
         + b" b</news:title></news:news></url>"
     )

@@ -64,7 +64,7 @@ from sitemap_crawl.names import (
     SITES_DONE_STAT,
 )
 from sitemap_crawl.offload import SitemapReaders
-from sitemap_crawl.output_paths import unwritable_reason
+from sitemap_crawl.output_paths import feed_files, shared_file, unwritable_reason
 from sitemap_crawl.parsing import INVALID, ROBOTS_TXT
 from sitemap_crawl.parsing.fields import same_url_key
 from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
@@ -166,15 +166,21 @@ class SitemapsSpider(Spider):
         spider.arguments = dict(kwargs)  # a helper crawl process gets the same
         config = SettingsReader(crawler.settings)
         config.check_for(spider.name)  # here: _setup reads them once start() runs, too late for one clean line
-        for name, path in (
+        outputs = (
             ("SITEMAP_CRAWL_TREE_FILE", config.tree_file),
             ("SITEMAP_CRAWL_AUDIT_FILE", config.audit_file),
             ("SITEMAP_CRAWL_REPORT_FILE", config.report_file),
-        ):
+        )
+        for name, path in outputs:
             problem = unwritable_reason(path) if path else None
             if problem is not None:
                 logger.error("Bad setting for the %s spider: %s: %s", spider.name, name, problem)
                 raise SpiderArgumentError(f"{name}: {problem}")
+        history = ("SITEMAP_CRAWL_HISTORY", config.history_file)
+        shared = shared_file([*outputs, history, *feed_files(crawler.settings.getdict("FEEDS"))])
+        if shared is not None:
+            logger.error("Bad setting for the %s spider: %s", spider.name, shared)
+            raise SpiderArgumentError(shared)
         spider.known_paths_mode = config.known_paths_mode
         if spider.queue is not None:
             from sitemap_crawl.queue.worker import QueueUnreachableError  # (loaded with the queue)
@@ -199,7 +205,7 @@ class SitemapsSpider(Spider):
             if (settings.getpriority("DOWNLOADER_STATS") or 0) <= SETTINGS_PRIORITIES["default"]:
                 settings.set("DOWNLOADER_STATS", False, priority="spider")
                 spider.download_counts = DownloadCounts()
-        history_path = crawler.settings.get("SITEMAP_CRAWL_HISTORY")
+        history_path = config.history_file
         if history_path:
             store = HistoryStore(history_path)
             try:
