@@ -28,10 +28,7 @@ def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "
     from sitemap_crawl.extensions.tree import SitemapTreeExtension
 
     settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapTreeExtension, TREE_EXTENSION_ORDER)
-    from sitemap_crawl.extensions.audit import SitemapAuditExtension
-
-    settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapAuditExtension, TREE_EXTENSION_ORDER + 1)
-    _raise_priority(settings, "EXTENSIONS", priority)
+    add_audit_extension(settings, priority)
     add_sitemap_request_middlewares(settings, priority)
     exporters = settings.getdict("FEED_EXPORTERS")
     changed = False
@@ -42,6 +39,15 @@ def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "
     if changed:
         settings.set("FEED_EXPORTERS", exporters, settings.getpriority("FEED_EXPORTERS") or 0)
     _raise_priority(settings, "FEED_EXPORTERS", priority)
+
+
+def add_audit_extension(settings: BaseSettings, priority: int | str) -> None:
+    """Enable the audit extension (off unless its files are set; with a spider other than
+    the ``sitemaps`` spider it only says that nothing is audited)."""
+    from sitemap_crawl.extensions.audit import SitemapAuditExtension
+
+    settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapAuditExtension, TREE_EXTENSION_ORDER + 1)
+    _raise_priority(settings, "EXTENSIONS", priority)
 
 
 def add_sitemap_request_middlewares(settings: BaseSettings, priority: int | str) -> None:

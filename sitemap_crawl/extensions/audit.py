@@ -65,6 +65,8 @@ class SitemapAuditExtension:
         self._process: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
         self._broken = False
+        self._reads_nothing = False
+        """The spider is not the ``sitemaps`` spider: no response comes, no process is started."""
         self._finished: asyncio.Future[None] | None = None
         """Set at spider close; done once every job, FINISH the last, is answered or let go."""
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
@@ -74,6 +76,7 @@ class SitemapAuditExtension:
         if report_path:
             crawler.signals.connect(self._site_tree, signal=site_tree)
         crawler.signals.connect(self._close, signal=signals.spider_closed)
+        crawler.signals.connect(self._opened, signal=signals.spider_opened)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapAuditExtension:
@@ -83,6 +86,26 @@ class SitemapAuditExtension:
         return cls(crawler, config.audit_file, config.report_file)
 
     # in the reactor thread
+
+    def _opened(self, spider: Any) -> None:
+        from sitemap_crawl.spiders.sitemaps import SitemapsSpider  # (here: the extension loads first)
+
+        self._reads_nothing = not isinstance(spider, SitemapsSpider)
+        if self._reads_nothing:
+            settings = [
+                name
+                for name, path in (
+                    ("SITEMAP_CRAWL_AUDIT_FILE", self.path),
+                    ("SITEMAP_CRAWL_REPORT_FILE", self.report_path),
+                )
+                if path
+            ]
+            logger.warning(
+                "%s: the audit reads what the sitemaps spider reads; the %s spider is not it, so "
+                "this crawl writes no findings and no report",
+                " and ".join(settings),
+                spider.name,
+            )
 
     def _downloaded(self, response: Response, request: Request, **_kwargs: Any) -> None:
         """The response as the server sent it (before the downloader middlewares decode it)."""
@@ -189,6 +212,8 @@ class SitemapAuditExtension:
             self._done(job_id, {})
 
     async def _close(self, spider: Any) -> None:
+        if self._reads_nothing:
+            return  # (said at the start)
         self._finished = asyncio.get_running_loop().create_future()
         self.backlog.add((FINISH,), 0)
         self._check_finished()  # already let go (the process is gone)
