@@ -112,6 +112,12 @@ def test_normalize_priority(raw: str | None, expected: float) -> None:
     assert value == expected
 
 
+@pytest.mark.parametrize("raw", ["-0", "-0.0", "-.0"])
+def test_a_negative_zero_priority_is_zero(raw: str) -> None:
+    # -0.0 is in range, but a feed wrote "-0.0"
+    assert str(normalize_priority(raw)) == "0.0"
+
+
 def test_default_priority_is_one_half() -> None:
     assert DEFAULT_PRIORITY == 0.5
 

@@ -101,7 +101,7 @@ def normalize_priority(text: str | None) -> float:
         return DEFAULT_PRIORITY
     if math.isnan(value) or not 0.0 <= value <= 1.0:
         return DEFAULT_PRIORITY
-    return value
+    return value or 0.0  # (-0 is 0: "-0.0" in a feed is no priority a reader expects)
 
 
 def normalize_change_frequency(text: str | None) -> str | None:
