@@ -35,6 +35,8 @@ SITEMAP_URL = "https://www.example.org/maps/sitemap.xml"
         ("2024-05-01", "2024-05-01"),
         ("  2024-05-01\n", "2024-05-01"),
         ("20240501", "2024-05-01"),
+        ("2024-W18", "2024-04-29"),  # an ISO week date is a date (it became 2024-04-29T00:00:00)
+        ("2024W183", "2024-05-01"),
         # W3C reduced precision stays as written
         ("2024", "2024"),
         ("2024-05", "2024-05"),

@@ -59,6 +59,11 @@ def normalize_date(text: str | None) -> str | None:
                 return date.fromisoformat(value).isoformat()
             except ValueError:
                 return None
+        if ":" not in value:  # an ISO 8601 date of another form (2024-W18, 2024-W18-3, 2024-122): a date
+            try:
+                return date.fromisoformat(value).isoformat()
+            except ValueError:
+                pass
         candidate = _SPACE_BEFORE_OFFSET.sub("", value)
         try:
             return datetime.fromisoformat(candidate).isoformat()
