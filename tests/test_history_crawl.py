@@ -608,6 +608,23 @@ def test_one_sitemap_spelled_two_ways_is_one_sitemap_of_the_history(
     assert [node["change"] for _url, node in _nodes(second) if node["kind"] == "xml_urlset"] == ["unchanged"]
 
 
+def test_a_sitemap_spelled_another_way_and_changed_exports_only_its_changes(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # its pages held the first spelling in their stored records: every one came out
+    # "modified" when the body changed at all, its sitemap_url the only difference
+    pages = [{"loc": f"{{base}}/c{number}", "lastmod": "2024-05-01"} for number in range(3)]
+    site = fixture_site({"/robots.txt": robots("{base}/café.xml"), "/caf%C3%A9.xml": urlset(*pages)})
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site["/robots.txt"] = robots("{base}/caf%C3%A9.xml")
+    site["/caf%C3%A9.xml"] = urlset(*pages, "{base}/new")
+
+    second = _run(crawl, site, history)
+
+    assert _changes(second.pages, site.base) == [("/new", "added")]
+
+
 def test_a_history_that_keyed_a_sitemap_by_its_iri_finds_it_again(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
 ) -> None:

@@ -71,13 +71,16 @@ def _removed(record: bytes, site: str, attempt: str | None) -> SitemapPage:
 def page_record(page: SitemapPage) -> bytes:
     """What the history stores of a page, and hashes to tell it modified: the page without the
     website that listed it (a sitemap several sites list holds one record a page) nor a
-    queue run's attempt (the rows get those)."""
-    website, attempt = page.website, page.attempt
+    queue run's attempt (the rows get those), its sitemap's URL in one spelling
+    (:func:`same_url_key`: an index that writes ``caf%C3%A9.xml`` where it wrote ``café.xml``
+    lists the same sitemap, whose pages are not modified by it)."""
+    website, attempt, sitemap_url = page.website, page.attempt, page.sitemap_url
     page.website = page.attempt = None
+    page.sitemap_url = same_url_key(sitemap_url)
     try:
         return orjson.dumps(page)
     finally:
-        page.website, page.attempt = website, attempt
+        page.website, page.attempt, page.sitemap_url = website, attempt, sitemap_url
 
 
 @dataclass(slots=True)
