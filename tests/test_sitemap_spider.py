@@ -1247,16 +1247,19 @@ def test_page_requests_skip_the_disk_queue_unless_the_project_has_its_own_schedu
     assert forced["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"  # -s SCHEDULER=... wins
 
 
-def test_the_audit_settings_with_the_drop_in_say_that_nothing_is_audited(
+def test_the_audit_and_history_settings_with_the_drop_in_say_that_they_do_nothing(
     fixture_site: SiteFactory, tmp_path: Path
 ) -> None:
     # no file and no word: an auditor could take the silence for a clean site
     site = with_pages(fixture_site({"/sitemap.xml": urlset("{base}/a")}), "/a")
-    findings = tmp_path / "findings.jsonl"
+    findings, history = tmp_path / "findings.jsonl", tmp_path / "history.sqlite"
     source = sitemap_spider("audited", sitemap_urls=[site.url("/sitemap.xml")], parse='yield {"url": response.url}')
-    result = run_spider(tmp_path, source, settings={"SITEMAP_CRAWL_AUDIT_FILE": str(findings)})
+    settings = {"SITEMAP_CRAWL_AUDIT_FILE": str(findings), "SITEMAP_CRAWL_HISTORY": str(history)}
+    result = run_spider(tmp_path, source, settings=settings)
     result.assert_ok()
     assert result.urls() == [site.url("/a")]
     warnings = [line for line in result.log_lines("WARNING") if "SITEMAP_CRAWL_AUDIT_FILE" in line]
     assert len(warnings) == 1 and "the audited spider is not it" in warnings[0], warnings
-    assert not findings.exists()
+    warnings = [line for line in result.log_lines("WARNING") if "SITEMAP_CRAWL_HISTORY" in line]
+    assert len(warnings) == 1 and "writes no history" in warnings[0], warnings
+    assert not findings.exists() and not history.exists()
