@@ -374,3 +374,18 @@ def test_comments_after_the_root_are_not_held() -> None:
     body = f'<urlset xmlns="{SITEMAP_NS}"><url><loc>https://example.com/1</loc></url></urlset>' + "<!---->" * 300_000
     facts = SitemapFacts()
     assert ([entry.loc for entry in scan(body.encode(), facts)], facts.error) == (["https://example.com/1"], None)
+
+
+def test_an_undefined_entity_next_to_a_piece_boundary_is_an_unescaped_entity() -> None:
+    # libxml2 said "Extra content at the end of the document" or a bad start tag on line 1:
+    # an invalid-document naming neither the entity nor its place
+    from tests.test_parsing_damaged import _mistake_at
+
+    for offset in range(32 * 1024 - 40, 32 * 1024 + 4):
+        body = _mistake_at(b"&nbsp;", offset)
+        found = [
+            (finding.rule, finding.detail)
+            for finding in SiteAudit(None, now=NOW).audit_sitemap(body, "https://x.org/s.xml")
+        ]
+        assert [rule for rule, _detail in found] == ["unescaped-entity"], (offset, found)
+        assert "Entity 'nbsp' not defined, line 4" in found[0][1], (offset, found)

@@ -346,6 +346,28 @@ def test_a_surrogate_reference_in_an_index_keeps_the_children_after_it() -> None
     assert urls == ["https://www.example.org/x\ufffd.xml", *children]
 
 
+def _mistake_at(mistake: bytes, offset: int) -> bytes:
+    """A urlset whose second entry's <loc> holds ``mistake`` starting at byte ``offset``."""
+    head = f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{SM}">\n<url><loc>https://x.org/f</loc><!--'
+    before = "--></url>\n<url><loc>https://x.org/a"
+    body = head + "x" * (offset - len(head) - len(before)) + before
+    return body.encode() + mistake + b"b</loc></url>\n<url><loc>https://x.org/after</loc></url>\n</urlset>\n"
+
+
+@pytest.mark.parametrize("boundary", [32 * 1024, 256 * 1024], ids=["feed", "chunk"])
+@pytest.mark.parametrize("mistake", [b"&nbsp;", b"&eacute;", b"&#1;", b"&#xD800;"])
+def test_a_mistake_next_to_a_piece_boundary_keeps_every_entry(boundary: int, mistake: bytes) -> None:
+    # before a 256 KiB chunk's end it was taken for a body cut there (truncated: the entries
+    # after it lost); an undefined entity before a 32 KiB feed's end made libxml2 say "Extra
+    # content at the end of the document" (junk after the root: no recover pass) or name a
+    # bad start tag on line 1
+    for offset in range(boundary - 40, boundary + 4):
+        reader = SitemapReader(_mistake_at(mistake, offset), SITEMAP_URL)
+        urls = [page.url for page in reader]
+        assert (reader.error, len(urls), urls[-1]) == ("parse error", 3, "https://x.org/after"), offset
+        assert reader.detail is not None and "line 4" in reader.detail, (offset, reader.detail)
+
+
 def test_entities_after_a_recovered_error_are_still_unescaped_once() -> None:
     body = _with_bad_entry(b"<url><loc>https://www.example.org/mid</loc></urll>").replace(
         b"after-0?x=1&amp;y=2", b"after-0?x=1&amp;y=2&amp;amp;z=&lt;3&gt;&#233;&#xE9;"

@@ -18,6 +18,7 @@ from sitemap_crawl.parsing.xml.entities import EntryReading
 from sitemap_crawl.parsing.xml.feed_entries import read_atom_entry, read_rss_item
 from sitemap_crawl.parsing.xml.input import WIDE_STARTS, push_parser_chunks, without_leading_space
 from sitemap_crawl.parsing.xml.libxml import (
+    EXTRA_CONTENT,
     Element,
     ElementFlood,
     EntryGap,
@@ -153,6 +154,7 @@ def _entry_batches(
     last_line_length = 0  # in characters, as libxml2 counts columns
     tail = b""  # the document's last bytes: does it end with its root's end tag?
     width: int | None = None  # bytes a character: 2 in UTF-16, 4 in UTF-32, else UTF-8's count
+    closing = False  # the whole body was fed
     root_name = root_name or dialect.root
     strict = entry_parser(dialect.entry_tag, root_name, recover=False, root_aware=root_aware)
     reading = EntryReading(dialect.reader(raw))
@@ -185,6 +187,7 @@ def _entry_batches(
                 if entries:
                     yield entries
                 gap.fed(piece)  # (after: the entries of this piece are given before a flood stops it)
+        closing = True  # (only what close() finds can be a cut: a piece fed is parsed as far as it is whole)
         strict.close()
     except StreamError as exc:
         drain(strict)
@@ -198,29 +201,35 @@ def _entry_batches(
     except ElementFlood as exc:
         raise XmlProblem(ErrorReason.PARSE_ERROR, str(exc)) from exc
     except etree.XMLSyntaxError as exc:
-        # entries completed before the error (in the same feed) are still good
-        for element in entry_ends(strict, gap):
-            produced += 1
-            entry = reading.read(element, sitemap_url)
-            release(element)
-            if entry is not None:
-                yield [entry]
         message, position = str(exc), exc.position
         other = error_after_namespace_errors(strict)
+        trusted = True  # what the parser built says where the error is
         if other is not None:  # lxml names the first error: say the one that matters
             message, position = describe_error(other), (other.line, other.column)
         elif error_kept_back(message, position):
             # libxml2 kept its error to itself (``&nbsp;``): a parser that builds nothing says it
             found = checked_error(make_chunks())
             if found is not None:
+                trusted = str(found) == message
                 message, position = str(found), found.position
+        # entries completed before the error (in the same feed) are still good, unless the
+        # error was not the one the parser said: what it built then may end an entry at the
+        # error (recover mode reads them again)
+        for element in entry_ends(strict, gap):
+            if trusted:
+                produced += 1
+                entry = reading.read(element, sitemap_url)
+                if entry is not None:
+                    yield [entry]
+            release(element)
         if is_resource_limit(message):
             raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
-        if message.startswith("Extra content at the end of the document"):
+        if message.startswith(EXTRA_CONTENT) and trusted:
             raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc  # junk after the root: every entry was read
         namespace_error = is_namespace_error(strict)
         if (
-            not namespace_error
+            closing
+            and not namespace_error
             and "tag mismatch" not in message  # a cut never causes a tag mismatch
             and _at_end(position, line_count, last_line_length)
             and not _closes_root(tail, dialect.root)  # an error near the end of a whole document

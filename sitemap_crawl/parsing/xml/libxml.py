@@ -77,10 +77,17 @@ kept to itself (seen: an entity XML does not define, such as ``&nbsp;``, with
 
 def error_kept_back(message: str, position: Any) -> bool:
     """Whether a pull parser's error (its message and ``(line, column)``) may not be the one
-    libxml2 found (:data:`DEFERRED_ERROR`, or an error at the very start): then
-    :func:`checked_error` says which it was."""
-    line, column = position if isinstance(position, tuple) and len(position) == 2 else (None, None)
-    return message.startswith(DEFERRED_ERROR) or not line or (line <= 1 and (column or 0) <= 1)
+    libxml2 found: :data:`DEFERRED_ERROR`, :data:`EXTRA_CONTENT` or an error on the first
+    line (an entity XML does not define that ends near the end of a piece fed is told so, or
+    as a bad start tag, at a position on line 1). Then :func:`checked_error` says which it was
+    (on a first line that is the whole document, the same error, read once more)."""
+    line = position[0] if isinstance(position, tuple) and len(position) == 2 else None
+    return message.startswith((DEFERRED_ERROR, EXTRA_CONTENT)) or not line or line <= 1
+
+
+EXTRA_CONTENT = "Extra content at the end of the document"
+"""libxml2's error for markup after the root's end (junk after a whole document), which a
+pull parser also gives for an undefined entity at some places (its error kept back)."""
 
 
 def checked_error(chunks: Iterable[bytes], huge_tree: bool = False) -> etree.XMLSyntaxError | None:
