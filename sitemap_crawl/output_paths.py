@@ -31,18 +31,21 @@ def unwritable_reason(path: str | Path) -> str | None:
     return None
 
 
-def feed_files(feeds: Mapping[Any, Any]) -> Iterator[tuple[str, str]]:
-    """("feed <uri>", path) of each FEEDS entry written to a local file whose name is fixed
-    (not one Scrapy names from ``%(time)s`` and the like)."""
+def feed_files(feeds: Mapping[Any, Any], spider_name: str) -> Iterator[tuple[str, str]]:
+    """("the feed <uri>", path) of each FEEDS entry written to a local file whose name is
+    fixed: ``%(name)s`` is the spider's name; one Scrapy names from ``%(time)s``, a batch or
+    another attribute is left out."""
     for uri in feeds:
         text = str(uri)
         if "%(" in text:
-            continue
+            text = text.replace("%(name)s", spider_name)
+            if "%(" in text:
+                continue
         parts = urlsplit(text)
         if parts.scheme == "file":
-            yield f"the feed {text!r}", unquote(parts.path)
+            yield f"the feed {str(uri)!r}", unquote(parts.path)
         elif not parts.scheme or len(parts.scheme) == 1:  # (a path; C:\\... on Windows)
-            yield f"the feed {text!r}", text
+            yield f"the feed {str(uri)!r}", text
 
 
 def shared_file(outputs: Iterable[tuple[str, str | None]]) -> str | None:
@@ -52,7 +55,7 @@ def shared_file(outputs: Iterable[tuple[str, str | None]]) -> str | None:
     for what, path in outputs:
         if not path:
             continue
-        key = Path(path).expanduser().resolve()
+        key = Path(path).resolve()  # (no ~ expanded: neither the crawl nor Scrapy's feeds expand it)
         if key in seen:
             return f"{seen[key]} and {what} name the same file {path!r}: give each its own"
         seen[key] = what

@@ -42,8 +42,18 @@ def test_the_feeds_written_to_fixed_local_files() -> None:
         "file:///tmp/a%20b.jsonl": {"format": "jsonl"},
         "s3://bucket/pages.jsonl": {"format": "jsonl"},
         "pages-%(time)s.json": {"format": "json"},
+        "%(name)s-out.jsonl": {"format": "jsonl"},  # (always the same name: it was left out)
+        "%(name)s-%(batch_id)d.jsonl": {"format": "jsonl"},
     }
-    assert list(feed_files(feeds)) == [
+    assert list(feed_files(feeds, "sitemaps")) == [
         ("the feed 'pages.csv'", "pages.csv"),
         ("the feed 'file:///tmp/a%20b.jsonl'", "/tmp/a b.jsonl"),
+        ("the feed '%(name)s-out.jsonl'", "sitemaps-out.jsonl"),
     ]
+
+
+def test_a_tilde_is_a_folder_name_not_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # neither the tree file nor Scrapy's feeds expand it: ~/t.json and $HOME/t.json are two files
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert shared_file([("a", "~/t.json"), ("b", str(tmp_path / "home" / "t.json"))]) is None

@@ -177,7 +177,7 @@ class SitemapsSpider(Spider):
                 logger.error("Bad setting for the %s spider: %s: %s", spider.name, name, problem)
                 raise SpiderArgumentError(f"{name}: {problem}")
         history = ("SITEMAP_CRAWL_HISTORY", config.history_file)
-        shared = shared_file([*outputs, history, *feed_files(crawler.settings.getdict("FEEDS"))])
+        shared = shared_file([*outputs, history, *feed_files(crawler.settings.getdict("FEEDS"), spider.name)])
         if shared is not None:
             logger.error("Bad setting for the %s spider: %s", spider.name, shared)
             raise SpiderArgumentError(shared)
