@@ -389,3 +389,26 @@ def test_an_undefined_entity_next_to_a_piece_boundary_is_an_unescaped_entity() -
         ]
         assert [rule for rule, _detail in found] == ["unescaped-entity"], (offset, found)
         assert "Entity 'nbsp' not defined, line 4" in found[0][1], (offset, found)
+
+
+@pytest.mark.parametrize("gzipped", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize(
+    ("mistake", "rule"), [(b"&x", "unescaped-entity"), (b"</lo></loc>", "invalid-document")], ids=["amp", "tag"]
+)
+def test_a_mistake_early_in_a_document_too_large_gives_both_findings(
+    monkeypatch: pytest.MonkeyPatch, gzipped: bool, mistake: bytes, rule: str
+) -> None:
+    # the mistake stopped the scan before the size was known (too-large missing), or, past
+    # the scan's limit, the size hid the mistake (libxml2 held "&x" back, waiting for its ";")
+    monkeypatch.setattr(scan_module, "SCAN_LIMIT", 40_000)
+    monkeypatch.setattr(rules, "MAX_BYTES", 30_000)
+    pages = [f"https://example.com/{number}" for number in range(2000)]
+    plain = urlset_text(pages).encode().replace(b"/5</loc>", b"/5" + mistake + b"</loc>", 1)
+    body = gzip.compress(plain) if gzipped else plain
+    found = [
+        (finding.rule, finding.detail)
+        for finding in SiteAudit(None, now=NOW).audit_sitemap(body, "https://example.com/s.xml")
+    ]
+    size = "more than 40,000" if gzipped else f"{len(plain):,}"
+    assert [finding_rule for finding_rule, _detail in found] == [rule, "too-large"], found
+    assert found[1][1] == f"{size} bytes uncompressed (at most 30,000)"

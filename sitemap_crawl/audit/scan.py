@@ -176,6 +176,16 @@ def scan_batches(body: Body, facts: SitemapFacts) -> Iterator[list[RawEntry]]:
     except RootNeeded:  # (before any entry was read: nothing was given yet)
         facts.entry_count, facts.size = 0, 0
         yield from _strict_then_recover(body, facts, root_aware=True)
+    if facts.error is None or facts.cut:
+        return
+    if not facts.gzip:  # (an error stopped the scan before its end: the size is known all the same)
+        facts.size = max(facts.size, len(body))
+        return
+    whole = SitemapFacts()  # (inflated to the end, or to SCAN_LIMIT, for too-large)
+    with contextlib.suppress(StreamError):
+        for _chunk in _chunks(body, whole):
+            pass
+    facts.size, facts.cut = max(facts.size, whole.size), whole.size >= SCAN_LIMIT
 
 
 def _strict_then_recover(body: Body, facts: SitemapFacts, root_aware: bool) -> Iterator[list[RawEntry]]:
@@ -235,6 +245,9 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
         if reader.read_before_error:
             yield reader.read_before_error
         facts.cut = True
+        error = reader.error_at_close()  # libxml2 may hold an error back until then (``&b``: its ";")
+        if error is not None and error.position and error.position[0] < _line_count(body):
+            facts.error = f"not well-formed XML: {error}"  # (before the last line read: no cut made it)
     except etree.XMLSyntaxError as exc:
         if reader.read_before_error:  # (counted: a read again in recover mode skips them)
             yield reader.read_before_error
@@ -251,6 +264,15 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
         facts.error = f"not well-formed XML: {message}"
     except StreamError as exc:
         facts.error = _gzip_error(exc)
+
+
+def _line_count(body: Body) -> int:
+    """The lines of the body once inflated, as far as the scan reads it."""
+    count = 1
+    with contextlib.suppress(StreamError):
+        for chunk in _chunks(body, SitemapFacts()):
+            count += chunk.count(b"\n")
+    return count
 
 
 def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
@@ -481,6 +503,16 @@ class _EntryReader:
             self.read_before_error = entries + self._read()  # (the entries libxml2 completed before it)
             raise
         return entries
+
+    def error_at_close(self) -> etree.XMLSyntaxError | None:
+        """The error the main parser names when closed (its input stopped early), if any."""
+        if self._main is None:
+            return None
+        try:
+            self._main.close()
+        except etree.XMLSyntaxError as exc:
+            return exc
+        return None
 
     def stopped_on_namespaces(self) -> bool:
         """Whether the main parser stopped on namespace errors only."""
