@@ -542,6 +542,53 @@ def test_resume_after_a_crash_loses_nothing_and_repeats_only_in_progress(tmp_pat
     assert final is not None and final.completed and not final.in_progress and not final.url_queue
 
 
+def test_a_child_under_robots_left_out_is_still_seen_after_a_restart(tmp_path: Path) -> None:
+    # the saved state holds what was read, not what robots.txt led to and was left out: the
+    # resumed crawl read such a child as a well-known path and queued the pages it was kept from
+    web = FakeWeb(
+        {
+            f"{BASE}/robots.txt": robots("{base}/index.xml"),
+            f"{BASE}/index.xml": sitemapindex("{base}/sitemap_news.xml", "{base}/keep.xml"),
+            f"{BASE}/sitemap_news.xml": urlset("{base}/left-out"),
+            f"{BASE}/keep.xml": urlset(*pages("keep", 200)),
+        }
+    )
+    live, crashed = tmp_path / "live", tmp_path / "crashed"
+
+    def sitemap_filter(refs: Any, _sitemap_url: str) -> Any:
+        return (ref for ref in refs if "news" not in ref.url)
+
+    def loader(directory: Path) -> SitemapRequestLoader:
+        return SitemapRequestLoader(
+            fetch=web,
+            homepage=f"{BASE}/",
+            persist_dir=directory,
+            max_buffer_size=10,
+            save_interval=0,
+            sitemap_filter=sitemap_filter,
+        )
+
+    async def first_run() -> None:
+        first = loader(live)
+        for _ in range(50):  # into keep.xml
+            page = await first.fetch_next_page()
+            assert page is not None
+            first.mark_handled(page.url)
+        crash_copy(live, crashed)
+        first.close()
+
+    async def second_run() -> list[str]:
+        second = loader(crashed)
+        urls = [page.url for page in await drain(second)]
+        assert second.completed
+        second.close()
+        return urls
+
+    run(first_run)
+    assert sorted(run(second_run)) == sorted(pages("keep", 200)[50:])
+    assert web.fetched[f"{BASE}/sitemap_news.xml"] == 0
+
+
 def test_resume_rereads_the_current_sitemap_skipping_what_was_queued(tmp_path: Path) -> None:
     web, everything = make_site(sitemaps=2, per=300)
 

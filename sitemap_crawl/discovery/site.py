@@ -191,13 +191,19 @@ class SiteDiscovery:
         if self.homepage is not None and self.use_robots:
             self._submit(Visit(robots_txt_url(self.homepage), (0,), 0, frozenset(), ROBOTS, self.website_url))
 
-    def resume(self, waiting: Iterable[str], read: Iterable[str]) -> None:
+    def resume(self, waiting: Iterable[str], read: Iterable[str], seen_under_robots: Iterable[str] = ()) -> None:
         """Start again from a saved state (once per crawl): ``read`` were read, ``waiting``
         wait in this order (their nesting levels count from 0 again); the known paths
-        not read yet follow."""
+        not read yet follow, but for those ``seen_under_robots`` (:meth:`seen_under_robots`)."""
         self.read_urls = dict.fromkeys(read)
+        self._seen_under_robots.update(seen_under_robots)
         for url in waiting:
             self._submit(Visit(url, (0,), 0, frozenset(), self.role_of(url), self.website_url))
+
+    def seen_under_robots(self) -> list[str]:
+        """The sitemap URLs robots.txt led to so far (declared, listed by an index below it,
+        or on a redirect chain from one), read or not: no well-known path reads them."""
+        return list(self._seen_under_robots)
 
     def idle(self) -> bool:
         """The driver has nothing left to do: probe the well-known paths if that was not

@@ -430,7 +430,7 @@ class SitemapRequestLoader:
         self._handled = self._total = 0
         self._completed = False
 
-    def _restore(self, data: Any, pages: dict[str, Any], journal: list[str]) -> None:
+    def _restore(self, data: Any, pages: dict[str, Any], journal: list[str], seen: list[str]) -> None:
         state = LoaderState.from_dict(data)
         before = set(state.in_progress)
         replayed = replay_journal(state, journal, lambda url: _drop_first_item(pages, url))
@@ -446,7 +446,9 @@ class SitemapRequestLoader:
         else:
             self._site_index = max(0, len(self.homepages) - 1)
         self._discovery = self._new_discovery()
-        self._discovery.resume([url for url in waiting if url not in sites], read=data["processed_sitemap_urls"])
+        self._discovery.resume(
+            [url for url in waiting if url not in sites], read=data["processed_sitemap_urls"], seen_under_robots=seen
+        )
         self._current_processed = dict.fromkeys(state.current_sitemap_processed_urls)
         self._handled = state.handled_count
         self._total = state.total_count
@@ -739,7 +741,7 @@ class SitemapRequestLoader:
         for entry in self._waiting():
             pages.setdefault(entry.page.url, []).append(entry.page.to_dict())
         try:
-            self._store.save(state, pages)
+            self._store.save(state, pages, self._discovery.seen_under_robots())
         except OSError as exc:
             logger.error("Could not save the sitemap loader state in %s: %s", self._store.directory, exc)
 

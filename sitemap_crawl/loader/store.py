@@ -15,7 +15,8 @@ All in one directory (JOBDIR under Scrapy):
     still carry their item; with the SHA-256 of the state file it goes with. The one
     of the previous snapshot is kept as ``sitemap_loader.pages.previous.json`` until
     the new state is in place, so that a kill between the two writes finds the items
-    of the state it resumes from.
+    of the state it resumes from. It also holds the sitemap URLs robots.txt led to (read
+    or left out): no well-known path among them is probed after a restart.
 """
 
 from __future__ import annotations
@@ -62,19 +63,20 @@ class StateStore:
         self.journal_path = self.directory / f"{name}.handled"
         self._journal_fd: int | None = None
 
-    def load(self) -> tuple[Any, dict[str, Any], list[str]] | None:
-        """(state JSON, page items by URL, handled URLs of the journal), or None without a state."""
+    def load(self) -> tuple[Any, dict[str, Any], list[str], list[str]] | None:
+        """(state JSON, page items by URL, handled URLs of the journal, sitemap URLs seen
+        under robots.txt), or None without a state."""
         if not self.state_path.exists():
             return None
         state_bytes = self.state_path.read_bytes()
         state = json.loads(state_bytes.decode("utf-8"))
-        pages = self._pages_of(_digest(state_bytes))
+        pages, seen = self._pages_of(_digest(state_bytes))
         journal: list[str] = []
         with contextlib.suppress(OSError):
             text = self.journal_path.read_bytes().decode("utf-8", "replace")
             # a line without its newline was cut by the kill: it does not count
             journal = [line for line in text.split("\n")[:-1] if line]
-        return state, pages, journal
+        return state, pages, journal, seen
 
     def set_aside(self, reason: str) -> Path:
         """Move an unreadable state file out of the way (kept for inspection)."""
@@ -83,31 +85,33 @@ class StateStore:
         logger.error("Sitemap loader state %s is unreadable (%s); moved to %s", self.state_path, reason, target)
         return target
 
-    def _pages_of(self, state_digest: str) -> dict[str, Any]:
-        """The page items saved with the state of digest ``state_digest`` (the current pages
-        file, else the previous one); a pages file of an older version has no digest and is
-        taken as it is; {} when none fits."""
+    def _pages_of(self, state_digest: str) -> tuple[dict[str, Any], list[str]]:
+        """The page items and the sitemap URLs seen under robots.txt saved with the state of
+        digest ``state_digest`` (the current pages file, else the previous one); a pages file
+        of an older version has no digest (nor seen URLs) and is taken as it is; ({}, [])
+        when none fits."""
         for path in (self.pages_path, self.previous_pages_path):
             with contextlib.suppress(OSError, ValueError):
                 loaded = json.loads(path.read_text("utf-8"))
                 if not isinstance(loaded, dict):
                     continue
                 if _PAGES_KEY not in loaded:
-                    return loaded if path == self.pages_path else {}
+                    return (loaded if path == self.pages_path else {}), []
                 if loaded.get(_DIGEST_KEY) == state_digest and isinstance(loaded[_PAGES_KEY], dict):
-                    return cast(dict[str, Any], loaded[_PAGES_KEY])
-        return {}
+                    seen = loaded.get(_SEEN_KEY)
+                    urls = [url for url in seen if isinstance(url, str)] if isinstance(seen, list) else []
+                    return cast(dict[str, Any], loaded[_PAGES_KEY]), urls
+        return {}, []
 
-    def save(self, state: dict[str, Any], pages: dict[str, Any]) -> None:
-        """Write a snapshot: the pages first, then the state, emptying the journal."""
+    def save(self, state: dict[str, Any], pages: dict[str, Any], seen: list[str] | None = None) -> None:
+        """Write a snapshot: the pages (and the sitemap URLs ``seen`` under robots.txt) first,
+        then the state, emptying the journal."""
         self.directory.mkdir(parents=True, exist_ok=True)
         state_bytes = json.dumps(state, ensure_ascii=False).encode("utf-8")
         with contextlib.suppress(FileNotFoundError):
             os.replace(self.pages_path, self.previous_pages_path)  # the items of the state still in place
-        write_atomically(
-            self.pages_path,
-            json.dumps({_DIGEST_KEY: _digest(state_bytes), _PAGES_KEY: pages}, ensure_ascii=False).encode("utf-8"),
-        )
+        saved = {_DIGEST_KEY: _digest(state_bytes), _PAGES_KEY: pages, _SEEN_KEY: seen or []}
+        write_atomically(self.pages_path, json.dumps(saved, ensure_ascii=False).encode("utf-8"))
         # Empty the journal before the rename: dying in between leaves the previous
         # snapshot and no journal, i.e. pages handled again, never pages lost.
         write_atomically(self.state_path, state_bytes, before_replace=lambda: os.ftruncate(self._journal(), 0))
@@ -132,7 +136,10 @@ class StateStore:
 
 _DIGEST_KEY = "state_sha256"
 _PAGES_KEY = "pages"
-"""The pages file: {"state_sha256": SHA-256 of the state file it goes with, "pages": items by URL}."""
+_SEEN_KEY = "seen_under_robots"
+"""The pages file: {"state_sha256": SHA-256 of the state file it goes with, "pages": items by
+URL, "seen_under_robots": the sitemap URLs the site's robots.txt led to, read or not (a
+well-known path among them is not probed after a restart either)}."""
 
 
 def _digest(state_bytes: bytes) -> str:
@@ -146,7 +153,7 @@ def read_saved_state(directory: str | Path, state_name: str = DEFAULT_STATE_NAME
     loaded = StateStore(directory, state_name).load()
     if loaded is None:
         return None
-    data, _, journal = loaded
+    data, _pages, journal, _seen = loaded
     state = LoaderState.from_dict(data)
     replay_journal(state, journal)
     return state
