@@ -16,6 +16,7 @@ from sitemap_crawl.audit import scan as scan_module
 from sitemap_crawl.audit.auditor import SiteAudit
 from sitemap_crawl.audit.scan import SitemapFacts, scan, text_lines
 from sitemap_crawl.parsing import parse_sitemap
+from sitemap_crawl.parsing.text import escaped_bytes
 
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
 FEED_URL = "https://example.com/feed.xml"
@@ -127,8 +128,9 @@ def test_text_lines_after_a_byte_that_is_not_utf8(monkeypatch: pytest.MonkeyPatc
     facts = SitemapFacts()
     read = [line for batch in text_lines(body, facts) for line in batch]
     assert facts.bad_utf8 == len(good) + len("https://example.com/caf")
-    text = body.decode("utf-8", "replace")
-    assert read == [line.strip() for line in re.split("\r\n|\r|\n", text) if line.strip()]
+    text = body.decode("utf-8", "surrogateescape")  # (the byte as %E9, as the crawl reads it)
+    assert read == [escaped_bytes(line.strip()) for line in re.split("\r\n|\r|\n", text) if line.strip()]
+    assert "https://example.com/caf%E9" in read
 
 
 @pytest.mark.parametrize("inside", ["\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u2029"])
@@ -412,3 +414,12 @@ def test_a_mistake_early_in_a_document_too_large_gives_both_findings(
     size = "more than 40,000" if gzipped else f"{len(plain):,}"
     assert [finding_rule for finding_rule, _detail in found] == [rule, "too-large"], found
     assert found[1][1] == f"{size} bytes uncompressed (at most 30,000)"
+
+
+def test_bytes_that_are_not_utf8_tell_text_sitemap_lines_apart_as_the_crawl_does() -> None:
+    # read as U+FFFD, caf\xe9 and caf\xe8 were one URL: a duplicate-in-sitemap of two pages
+    body = b"https://example.com/caf\xe9\nhttps://example.com/caf\xe8\nhttps://example.com/ok\xff"
+    read = [line for batch in text_lines(body, SitemapFacts()) for line in batch]
+    assert read == [page.url for page in parse_sitemap(body, TEXT_URL).pages]
+    found = [finding.rule for finding in SiteAudit(None, now=NOW).audit_sitemap(body, TEXT_URL)]
+    assert found == ["not-utf8"]

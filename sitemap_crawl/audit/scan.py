@@ -33,6 +33,7 @@ from sitemap_crawl.parsing.stream import (
     leading_text,
     peek,
 )
+from sitemap_crawl.parsing.text import escaped_bytes
 from sitemap_crawl.parsing.xml.document import NO_ROOT, ROOT_SCAN_LIMIT
 from sitemap_crawl.parsing.xml.entities import has_dtd, inline_entity_references
 from sitemap_crawl.parsing.xml.input import declared_encoding, is_utf8, push_parser_chunks, wide_declaration
@@ -278,8 +279,9 @@ def _line_count(body: Body) -> int:
 def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
     """The lines of a text sitemap (stripped; blank ones left out), in lists (those read from
     one piece of the body), read a piece at a time; fills ``facts`` (``size``, ``gzip``,
-    ``bad_utf8``: the first byte that is not UTF-8, read as U+FFFD from there on; ``error``:
-    a gzip stream that is broken or decompresses past the scan's limit).
+    ``bad_utf8``: the first byte that is not UTF-8; from there on such a byte is ``%XX`` in
+    its line, as the crawl reads it; ``error``: a gzip stream that is broken or decompresses
+    past the scan's limit).
 
     A byte order mark before the first line is not part of it; one of UTF-16 or UTF-32
     says how the text is read (``facts.encoding``).
@@ -300,12 +302,14 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
                 text = decoder.decode(chunk)
             except UnicodeDecodeError as exc:  # (a strict decoder: the first bad byte)
                 facts.bad_utf8 = max(0, offset - len(held) + exc.start)
-                decoder = codecs.getincrementaldecoder("utf-8")("replace")
+                decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
                 text = decoder.decode(held + chunk)
             offset += len(chunk)
             lines = _LINE_BREAK.split(partial + text)
             partial = lines.pop()  # ended or not, split again with what follows
             batch = [line for raw in lines if (line := _line_text(raw))]
+            if facts.bad_utf8 is not None:
+                batch = [escaped_bytes(line) for line in batch]
             if batch:
                 yield batch
     except SizeLimitExceeded:
@@ -316,9 +320,9 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
         partial += decoder.decode(b"", final=True)
     except UnicodeDecodeError as exc:  # the body ends inside a character
         facts.bad_utf8 = max(0, offset - len(decoder.getstate()[0]) + exc.start)
-        partial += "\ufffd"
+        partial += decoder.getstate()[0].decode("utf-8", "surrogateescape")
     if facts.error is None and not facts.cut and (line := _line_text(partial)):  # (a cut line is no URL)
-        yield [line]
+        yield [escaped_bytes(line) if facts.bad_utf8 is not None else line]
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

@@ -92,8 +92,12 @@ def _as_text(value: bytes) -> str:
     try:
         return value.decode("utf-8")
     except UnicodeDecodeError:
-        text = value.decode("utf-8", "surrogateescape")
-        return _ESCAPED_BYTE.sub(lambda match: f"%{ord(match.group()) - 0xDC00:02X}", text)
+        return escaped_bytes(value.decode("utf-8", "surrogateescape"))
+
+
+def escaped_bytes(text: str) -> str:
+    """``text`` decoded with ``surrogateescape``, each byte that was not UTF-8 as ``%XX``."""
+    return _ESCAPED_BYTE.sub(lambda match: f"%{ord(match.group()) - 0xDC00:02X}", text)
 
 
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
