@@ -196,6 +196,44 @@ def test_a_queue_url_with_a_database_number_or_none(url: str) -> None:
     assert parse_queue_url(url) == url
 
 
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("redis://127.0.0.1:6379/0?foo=bar", "the Redis client has no option 'foo'"),
+        ("rediss://127.0.0.1:6379/0?ssl_cert_reqs=bogus", "Invalid SSL Certificate Requirements Flag: bogus"),
+        ("redis://[::1/0", "is not a redis:// or rediss:// URL (Invalid IPv6 URL)"),
+        ("redis://127.0.0.1:6379/4?db=3", "two database numbers"),
+    ],
+)
+def test_a_queue_url_the_client_would_fail_on_is_refused_at_start(url: str, why: str) -> None:
+    # a traceback from the client (TypeError, ValueError), or ?db=3 silently read for /4
+    with pytest.raises(SpiderArgumentError) as raised:
+        parse_queue_url(url)
+    assert why in str(raised.value)
+
+
+def test_a_queue_key_holding_another_kind_of_value_is_told_at_start(queue_server: QueueServer) -> None:
+    # "refused the connection" or, for a worker, mid-run "cannot be reached" (exit 0)
+    from redis import Redis
+    from redis.exceptions import ResponseError
+
+    from sitemap_crawl.queue.stream import check_server
+
+    config = QueueConfig(queue_server.url, key="wt")
+    check_server(config)  # (no key yet: fine)
+    client = Redis.from_url(queue_server.url)
+    client.set("wt:sites", "not a stream")
+    client.close()
+    with pytest.raises(ResponseError) as raised:
+        check_server(config)
+    message = server_error(config.url, raised.value, config.key)
+    assert message == (
+        f"The queue server {queue_server.url} holds other data at a key of the queue (SITEMAP_CRAWL_QUEUE_KEY='wt': "
+        "another application's keys?): WRONGTYPE the key 'wt:sites' holds a string, "
+        "not the stream the queue keeps there"
+    )
+
+
 def test_a_server_that_refuses_is_told_from_one_that_cannot_be_reached() -> None:
     from redis.exceptions import AuthenticationError, ConnectionError, ResponseError, TimeoutError
 

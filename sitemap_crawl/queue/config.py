@@ -11,9 +11,10 @@ no server.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from sitemap_crawl.arguments import SpiderArgumentError
 from sitemap_crawl.default_settings import (
@@ -34,24 +35,39 @@ def parse_queue_url(value: object) -> str:
     option value such as ``?socket_timeout=abc``; and a path that is no database number,
     which the client would read as database 0)."""
     text = str(value or "").strip()
-    parts = urlsplit(text)
-    if parts.scheme.lower() not in SCHEMES or not parts.hostname:
+    try:
+        parts = urlsplit(text)
+        hostname = parts.hostname
+    except ValueError as exc:  # (a bracket not closed: "Invalid IPv6 URL")
+        raise SpiderArgumentError(f"queue={text!r} is not a redis:// or rediss:// URL ({exc})") from None
+    if parts.scheme.lower() not in SCHEMES or not hostname:
         raise SpiderArgumentError(f"queue={text!r} is not a redis:// or rediss:// URL (redis://host:6379/0)")
-    from redis.connection import parse_url  # (the client: a dependency, imported only here)
+    from redis.connection import ConnectionPool, parse_url  # (the client: a dependency, imported only here)
+    from redis.exceptions import RedisError
 
     try:
-        parse_url(text)
-    except ValueError as exc:
-        raise SpiderArgumentError(f"queue={display_url(text)!r}: {exc}") from None
+        options = parse_url(text)
+        ConnectionPool.from_url(text).make_connection()  # (made, not connected: each option is checked)
+    except (ValueError, TypeError, RedisError) as exc:
+        unknown = _UNKNOWN_OPTION.search(str(exc)) if isinstance(exc, TypeError) else None
+        why = f"the Redis client has no option {unknown[1]!r}" if unknown else str(exc)
+        raise SpiderArgumentError(f"queue={display_url(text)!r}: {why}") from None
     database = parts.path.strip("/")
     if database and not (database.isascii() and database.isdigit()):  # (the client takes db 0 for it, silently)
         raise SpiderArgumentError(
             f"queue={display_url(text)!r}: the path is the database number ({database!r} is none: redis://host:6379/0)"
         )
+    if database and "db" in parse_qs(parts.query) and options.get("db") != int(database):  # (the query wins)
+        raise SpiderArgumentError(
+            f"queue={display_url(text)!r}: two database numbers (the path's and ?db=): give it once, as the path"
+        )
     return text
 
 
-def server_error(url: str, error: Exception) -> str:
+_UNKNOWN_OPTION = re.compile(r"unexpected keyword argument '(\w+)'")
+
+
+def server_error(url: str, error: Exception, key: str | None = None) -> str:
     """How a queue command or a starting worker says that the server failed it: ``The queue
     server URL cannot be reached: why`` (with a hint for a ``rediss://`` URL, whose TLS
     handshake a plain server never answers), or ``... refused the connection: why`` (a
@@ -59,12 +75,19 @@ def server_error(url: str, error: Exception) -> str:
     from redis.exceptions import AuthenticationError, ResponseError, TimeoutError
 
     shown = display_url(url)
+    if isinstance(error, ResponseError) and str(error).startswith("WRONGTYPE"):
+        return f"The queue server {shown} holds other data at a key of the queue{key_words(key)}: {error}"
     if isinstance(error, AuthenticationError | ResponseError):
         return f"The queue server {shown} refused the connection: {str(error).rstrip('.')}"
     hint = ""
     if urlsplit(url).scheme.lower() == "rediss" and isinstance(error, TimeoutError):  # (refused: no hint)
         hint = " (a rediss:// URL: does the server speak TLS on that port?)"
     return f"The queue server {shown} cannot be reached: {str(error).rstrip('.')}{hint}"
+
+
+def key_words(key: str | None) -> str:
+    """How a message names the queue's keys (another application's keys may share the prefix)."""
+    return f" (SITEMAP_CRAWL_QUEUE_KEY={key!r}: another application's keys?)" if key else ""
 
 
 def display_url(url: str) -> str:

@@ -215,10 +215,18 @@ def check_server(config: QueueConfig) -> None:
     ``from_crawler``, before any request): the crawl's own commands use the asyncio client.
     """
     from redis import Redis
+    from redis.exceptions import ResponseError
 
     client = Redis.from_url(config.url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT)
     try:
         client.ping()
+        kinds = {config.stream: "stream", config.seen: "set", config.homepages: "hash", config.dead: "stream"}
+        kinds[config.counts] = "hash"
+        for key, kind in kinds.items():
+            found = client.type(key)
+            found = found.decode() if isinstance(found, bytes) else str(found)
+            if found not in ("none", kind):  # (WRONGTYPE at its first use: the worker's would be mid-run)
+                raise ResponseError(f"WRONGTYPE the key {key!r} holds a {found}, not the {kind} the queue keeps there")
     finally:
         client.close()
 

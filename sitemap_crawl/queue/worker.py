@@ -138,7 +138,9 @@ class QueueWorker:
         try:
             check_server(self.config)  # (before the crawl starts: a worker that cannot work exits 1)
         except RedisError as exc:
-            raise QueueUnreachableError(f"{server_error(self.url, exc)}: this worker did not start") from None
+            raise QueueUnreachableError(
+                f"{server_error(self.url, exc, self.config.key)}: this worker did not start"
+            ) from None
         tree_file = crawler.settings.get("SITEMAP_CRAWL_TREE_FILE")
         if tree_file and not is_lines_file(tree_file):
             raise SpiderArgumentError(
@@ -460,6 +462,14 @@ class QueueWorker:
                 "worker stops. The sites it acknowledged are written; the %d it held are no longer queued.",
                 display_url(self.url),
                 exc,
+                len(self.held),
+            )
+            self._close(UNAVAILABLE)
+            return
+        if isinstance(exc, ResponseError) and str(exc).startswith("WRONGTYPE"):
+            logger.error(
+                "%s: this worker stops. The sites it acknowledged are written; the %d it holds stay pending.",
+                server_error(self.url, exc, self.config.key if self.config is not None else None),
                 len(self.held),
             )
             self._close(UNAVAILABLE)

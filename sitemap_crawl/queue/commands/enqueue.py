@@ -59,7 +59,7 @@ class Command(QueueCommand):
         try:
             new, already = asyncio.run(_add(config, interrupt.lines(homepages), interrupt.said))
         except RedisError as exc:
-            print(server_error(config.url, exc), file=sys.stderr)
+            print(server_error(config.url, exc, config.key), file=sys.stderr)
             self.exitcode = 1
             return
         except AddStopped as stop:

@@ -37,7 +37,7 @@ class Command(QueueCommand):
         try:
             status, dead = asyncio.run(_status(config))
         except RedisError as exc:
-            print(server_error(config.url, exc), file=sys.stderr)
+            print(server_error(config.url, exc, config.key), file=sys.stderr)
             self.exitcode = 1
             return
         if opts.json:
