@@ -132,6 +132,21 @@ def test_rss_dc_date_is_the_date_when_pub_date_is_not_one(pub_date: str) -> None
     assert page.news is not None and page.news.publish_date == page.last_modified
 
 
+@pytest.mark.parametrize(
+    ("namespace", "dated"),
+    [
+        ('xmlns:dc="http://purl.org/dc/elements/1.1/"', True),
+        ('xmlns:dc="http://purl.org/dc/terms/"', True),
+        ('xmlns:dc="http://purl.org/rss/1.0/modules/event/"', False),  # an event's date: not the item's
+    ],
+)
+def test_rss_dc_date_is_dublin_cores(namespace: str, dated: bool) -> None:
+    body = rss(
+        "<item><link>https://www.example.org/a</link><dc:date>2016-06-01</dc:date></item>", f'version="2.0" {namespace}'
+    )
+    assert [page.last_modified for page in feed_pages(body, "rss")] == ["2016-06-01" if dated else None]
+
+
 def test_rss_pub_date_comes_before_dc_date() -> None:
     body = rss(
         "<item><link>https://www.example.org/a</link><dc:date>2016-06-01T12:00:00Z</dc:date>"

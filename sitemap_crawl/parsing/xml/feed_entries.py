@@ -33,9 +33,18 @@ def _own_children(entry: Element) -> Iterator[tuple[str, Element]]:
                 yield local_name(tag), child
 
 
-def _any_child_text(entry: Element, name: str) -> str | None:
-    """The text of the first child of that local name, in any namespace (``dc:date``)."""
-    return next((child.text for child in entry if local_name(child.tag) == name), None)
+def _dublin_core_date(entry: Element) -> str | None:
+    """The text of an RSS item's first ``dc:date``: ``date`` in a Dublin Core namespace
+    (elements 1.1 or terms), or written with the prefix ``dc:`` that was not declared; a
+    ``date`` of another vocabulary (an event's ``ev:date``) is no date of the item."""
+    for child in entry:
+        tag = child.tag
+        if type(tag) is str and local_name(tag) == "date" and _namespace(tag) in _DUBLIN_CORE:
+            return child.text
+    return None
+
+
+_DUBLIN_CORE = frozenset({"{http://purl.org/dc/elements/1.1/}", "{http://purl.org/dc/terms/}", "dc:"})
 
 
 def read_rss_item(element: Element, sitemap_url: str) -> SitemapPage | None:
@@ -60,7 +69,7 @@ def read_rss_item(element: Element, sitemap_url: str) -> SitemapPage | None:
         return None
     publish_date = normalize_date(published)
     if publish_date is None:  # (none, or not a date)
-        publish_date = normalize_date(_any_child_text(element, "date"))
+        publish_date = normalize_date(_dublin_core_date(element))
     return SitemapPage(
         url=url,
         sitemap_url=sitemap_url,
