@@ -71,7 +71,12 @@ class PageRows:
             super().export_item(item)  # type: ignore[misc]
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
-        raise NotImplementedError
+        """A row a page, each given to the exporter's own ``export_item`` as the dict of its
+        fields (a project's exporter with this class as a base; the package's exporters write
+        the rows faster, each its own way)."""
+        export = super().export_item  # type: ignore[misc]
+        for _ in exported_rows(pages, lambda page: export(self._page_dict(page))):
+            pass
 
     def _page_columns(self) -> list[tuple[str, str]]:
         columns = getattr(self, "_columns", None)
@@ -181,6 +186,10 @@ class CsvPageExporter(PageRows, CsvItemExporter):
                     if name not in CONDITIONAL_FIELDS or getattr(first, name) is not None
                 ]
                 self._columns = columns
+                # the header is the pages': an item of another kind is written under it, as
+                # Scrapy writes any item under the first one's fields (it wrote its own values in order)
+                self.fields_to_export = [name for name, _output in columns]
+                self._autodetected_fields = True
             self._headers_not_written = False
             if self.include_headers_line:
                 self.csv_writer.writerow([output for _name, output in columns])

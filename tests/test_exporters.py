@@ -66,6 +66,32 @@ def test_a_page_the_encoding_cannot_write_loses_its_row_only(
     ]
 
 
+def test_csv_writes_another_item_after_pages_under_the_pages_columns(caplog: pytest.LogCaptureFixture) -> None:
+    # its values went out in its own key order: the title under "url", the URL under "sitemap_url"
+    post = {"title": "A post", "url": "http://a.test/blog/0"}
+    with caplog.at_level(logging.WARNING):
+        rows = list(csv.DictReader(io.StringIO(export(CsvPageExporter, batch("a"), post).decode())))
+    assert rows[0]["url"] == "http://a.test/a"
+    assert rows[1] == {**dict.fromkeys(rows[0], ""), "url": "http://a.test/blog/0"}
+    assert any("dropped fields ['title']" in record.getMessage() for record in caplog.records)  # (Scrapy's warning)
+
+
+def test_a_projects_exporter_with_page_rows_as_a_base_writes_a_row_a_page() -> None:
+    # docs/embedding.md names it as a base: every batch raised NotImplementedError (no row)
+    from scrapy.exporters import JsonLinesItemExporter
+
+    from sitemap_crawl.exporters import PageRows
+
+    class ProjectExporter(PageRows, JsonLinesItemExporter):
+        pass
+
+    ours = export(ProjectExporter, batch("a", "b"), {"other": 1})
+    assert [json.loads(line) for line in ours.decode().splitlines()] == [
+        *(json.loads(line) for line in export(JsonLinesPageExporter, batch("a", "b")).decode().splitlines()),
+        {"other": 1},
+    ]
+
+
 def test_csv_writes_a_named_field_the_page_lacks_as_an_empty_column() -> None:
     fields = ["url", "source", "priority"]
     rows = list(csv.reader(io.StringIO(export(CsvPageExporter, batch("a"), fields_to_export=fields).decode())))
