@@ -650,3 +650,18 @@ def test_every_stats_key_and_meta_key_in_the_code_is_in_the_reference() -> None:
         example = key.replace("<x>", "x")
         assert any(p.fullmatch(example) for p in documented_stats), f"stats key {key!r} is not documented"
     assert meta <= _doc_keys(doc, "Request meta keys"), "request meta keys missing from the reference"
+
+
+def test_another_add_ons_scheduler_is_kept_by_both_spiders() -> None:
+    # a spider's update_settings runs before the add-ons: it set its scheduler at spider
+    # priority, and an add-on's SCHEDULER (at addon priority) never took effect
+    from sitemap_crawl import SitemapSpider
+    from sitemap_crawl.loader import SitemapLoaderScheduler
+    from sitemap_crawl.spiders.sitemaps import SitemapsSpider
+
+    for spider in (SitemapsSpider, SitemapSpider):
+        settings = Settings()
+        spider.update_settings(settings)
+        assert load_object(settings["SCHEDULER"]) is SitemapLoaderScheduler  # (the default replaced)
+        settings.set("SCHEDULER", "myproject.MyScheduler", priority="addon")
+        assert settings["SCHEDULER"] == "myproject.MyScheduler"

@@ -1068,6 +1068,31 @@ def test_follow_ups_that_copy_the_page_meta_are_resumed_with_jobdir(tmp_path: Pa
         assert visited == set(everything) | {url + "/detail" for url in everything}, len(visited)
 
 
+def test_follow_ups_are_visited_as_they_come_with_jobdir(tmp_path: Path) -> None:
+    # Scrapy's scheduler empties its memory queue (the loader's pages) before its disk queue
+    # (their follow-ups): with JOBDIR every follow-up waited until every page was visited
+    with FixtureServer(pages="/p/") as site:
+        everything = [url for urls in serve_paged_sitemaps(site, [200]).values() for url in urls]
+        seen = tmp_path / "seen.txt"
+        source = sitemap_spider(
+            "following",
+            sitemap_urls=[site.url("/index.xml")],
+            members=f"fd = os.open({str(seen)!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)",
+            parse="""
+                os.write(self.fd, response.url.encode() + b"\\n")
+                if not response.url.endswith("/detail"):
+                    yield Request(response.url + "/detail")
+            """,
+            imports="import os\nfrom scrapy import Request",
+        )
+        settings = {"JOBDIR": tmp_path / "job", "CONCURRENT_REQUESTS": 2}
+        run_spider(tmp_path / "run", source, settings=settings, feed=False).assert_ok()
+    visited = read_lines(seen)
+    assert len(visited) == 2 * len(everything)
+    first_half = visited[: len(visited) // 2]
+    assert sum(url.endswith("/detail") for url in first_half) > len(everything) // 4, first_half[:20]
+
+
 def test_a_follow_up_made_by_replacing_the_page_request_goes_through_the_duplicate_filter(
     fixture_site: SiteFactory, tmp_path: Path
 ) -> None:

@@ -9,7 +9,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import Scheduler
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from sitemap_crawl.loader.fetching import FetchedSitemap, SitemapFetchError
 from sitemap_crawl.names import DOWNLOAD_META_KEY, META_KEY, RUN_META_KEY, SITEMAP_META_KEY, TOKEN_META_KEY
@@ -37,10 +37,34 @@ class SitemapLoaderScheduler(Scheduler):
     scheduled exactly as by Scrapy's scheduler. Both spiders use it unless the project has
     its own SCHEDULER (:func:`use_loader_scheduler`)."""
 
+    _disk_turn = False
+    """Whether the disk queue is asked first for the next request (every other time)."""
+
     def _dqpush(self, request: Any) -> bool:
         if TOKEN_META_KEY in request.meta or RUN_META_KEY in request.meta:
             return False  # straight to the memory queue
         return bool(super()._dqpush(request))
+
+    def next_request(self) -> Any:
+        """The next request, from the memory and the disk queue in turn when both hold some.
+        Scrapy's scheduler empties the memory queue first; with JOBDIR the loader's page
+        requests are there and their callbacks' follow-up requests on disk, which then
+        waited until every page of the sitemaps was visited (Scrapy's own SitemapSpider,
+        every request on disk, visits them as they come)."""
+        self._disk_turn = not self._disk_turn
+        if not self._disk_turn or self.dqs is None:
+            return super().next_request()
+        request = self._dqpop()
+        assert self.stats is not None
+        if request is not None:
+            self.stats.inc_value("scheduler/dequeued/disk")
+        else:
+            request = self.mqs.pop()
+            if request is not None:
+                self.stats.inc_value("scheduler/dequeued/memory")
+        if request is not None:
+            self.stats.inc_value("scheduler/dequeued")
+        return request
 
     def _dqpop(self) -> Any:
         """The next request of the disk queue; a sitemap request found there is a stopped run's
@@ -53,9 +77,12 @@ class SitemapLoaderScheduler(Scheduler):
 
 
 def use_loader_scheduler(settings: BaseSettings) -> None:
-    """Schedule with :class:`SitemapLoaderScheduler`, unless the project chose its own SCHEDULER."""
+    """Schedule with :class:`SitemapLoaderScheduler`, unless the project chose its own SCHEDULER.
+
+    Set just above Scrapy's default: a spider's ``update_settings`` runs before the add-ons
+    are loaded, and an add-on's SCHEDULER (at ``addon`` priority) was replaced by it."""
     if settings.get("SCHEDULER") in (DEFAULT_SCHEDULER_PATH, Scheduler):
-        settings.set("SCHEDULER", SCHEDULER_PATH, priority="spider")
+        settings.set("SCHEDULER", SCHEDULER_PATH, priority=SETTINGS_PRIORITIES["default"] + 1)
 
 
 class _Download:
