@@ -24,9 +24,10 @@ SPIDER_MODULE = "sitemap_crawl.spiders"
 class Addon:
     """Scrapy add-on of sitemap_crawl; enable it with ``ADDONS = {"sitemap_crawl.Addon": 0}``.
 
-    * ``update_pre_crawler_settings`` appends ``sitemap_crawl.spiders`` to the
-      project's SPIDER_MODULES (the project's own modules stay, in front), so
-      ``scrapy crawl sitemaps`` finds the spider. Scrapy runs this hook when a
+    * ``update_pre_crawler_settings`` puts ``sitemap_crawl.spiders`` before the
+      project's SPIDER_MODULES (Scrapy's spider loader keeps the last spider of a name:
+      a project spider named ``sitemaps`` keeps it), so ``scrapy crawl sitemaps`` finds
+      the spider. Scrapy runs this hook when a
       crawler process is made (``scrapy crawl``, ``shell``, ``fetch``, ``parse``,
       ``check``, a CrawlerProcess/CrawlerRunner in a script), not for
       ``scrapy list``, ``edit`` or ``genspider`` (nor scrapyd's spider
@@ -42,7 +43,9 @@ class Addon:
 
     @classmethod
     def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
-        settings.add_to_list("SPIDER_MODULES", SPIDER_MODULE)
+        modules = settings.getlist("SPIDER_MODULES")
+        if SPIDER_MODULE not in modules:  # first: a spider of the project named sitemaps keeps the name
+            settings.set("SPIDER_MODULES", [SPIDER_MODULE, *modules], settings.getpriority("SPIDER_MODULES") or 0)
 
     def update_settings(self, settings: BaseSettings) -> None:
         for name, value in DEFAULTS.items():

@@ -49,9 +49,9 @@ DOC_CRAWL = (
 )
 DOC_FAST_CRAWL = f"{DOC_CRAWL} -s DOWNLOAD_DELAY=0"
 DOC_NO_WAIT = "-s DOWNLOAD_DELAY=0"
-DOC_LIST_MODULES = 'SPIDER_MODULES = ["myproject.spiders", "sitemap_crawl.spiders"]'
+DOC_LIST_MODULES = 'SPIDER_MODULES = ["sitemap_crawl.spiders", "myproject.spiders"]'
 DOC_MANUAL = """\
-SPIDER_MODULES = ["myproject.spiders", "sitemap_crawl.spiders"]
+SPIDER_MODULES = ["sitemap_crawl.spiders", "myproject.spiders"]
 ITEM_PIPELINES = {"sitemap_crawl.pipelines.SitemapTreePipeline": 100}
 SITEMAP_CRAWL_TREE_FILE = "tree.json"
 """
@@ -322,7 +322,7 @@ def test_fresh_project_with_the_addon_line(tmp_path: Path, fixture_site: SiteFac
     assert_shop_tree(result, site, obey_robots=True)
     # the host's own settings were kept: robots.txt obeyed, its spider module first
     assert "'ROBOTSTXT_OBEY': True" in result.log
-    assert f"'SPIDER_MODULES': ['{PROJECT}.spiders', 'sitemap_crawl.spiders']" in result.log
+    assert f"'SPIDER_MODULES': ['sitemap_crawl.spiders', '{PROJECT}.spiders']" in result.log
     assert "sitemap_crawl.Addon()" in result.log  # Scrapy's "Enabled addons" line
     assert result.stats["sitemap_crawl/pages"] == 4
     assert result.stats[f"sitemap_crawl/errors/{DOC_FORBIDDEN}"] == 1
@@ -403,11 +403,13 @@ def _project_settings(values: Mapping[str, Any]) -> Settings:
     return settings
 
 
-def test_pre_crawler_hook_appends_the_spider_module_once() -> None:
+def test_pre_crawler_hook_puts_the_spider_module_first_once() -> None:
+    # first: Scrapy keeps the last spider of a name, and a project's own "sitemaps" spider
+    # was replaced by the add-on's (appended last)
     settings = _project_settings({"SPIDER_MODULES": ["myproject.spiders"]})
     Addon.update_pre_crawler_settings(settings)
     Addon.update_pre_crawler_settings(settings)
-    assert settings.getlist("SPIDER_MODULES") == ["myproject.spiders", "sitemap_crawl.spiders"]
+    assert settings.getlist("SPIDER_MODULES") == ["sitemap_crawl.spiders", "myproject.spiders"]
     assert settings.getpriority("SPIDER_MODULES") == SETTINGS_PRIORITIES["project"]
 
     bare = Settings()
@@ -415,7 +417,7 @@ def test_pre_crawler_hook_appends_the_spider_module_once() -> None:
     assert bare.getlist("SPIDER_MODULES") == ["sitemap_crawl.spiders"]
 
     listed = _project_settings({"SPIDER_MODULES": "myproject.spiders,sitemap_crawl.spiders"})
-    Addon.update_pre_crawler_settings(listed)
+    Addon.update_pre_crawler_settings(listed)  # (listed by the project: its order is kept)
     assert listed.getlist("SPIDER_MODULES") == ["myproject.spiders", "sitemap_crawl.spiders"]
 
 
