@@ -234,6 +234,34 @@ def test_a_queue_key_holding_another_kind_of_value_is_told_at_start(queue_server
     )
 
 
+def test_a_wrong_type_from_a_pipeline_is_told_as_such_too() -> None:
+    # a pipeline's (or a script's) error names its command first: it was "refused the connection"
+    from redis.exceptions import ResponseError
+
+    error = ResponseError("Command # 1 (XLEN q:sites) of pipeline caused error: ('WRONGTYPE Operation against a key',)")
+    assert "holds other data at a key of the queue (SITEMAP_CRAWL_QUEUE_KEY='q'" in server_error(
+        "redis://h:1/0", error, "q"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:TopSecret@[::1:6379/0", "redis://:***@[::1:6379/0"),  # (does not parse)
+        ("redis://127.0.0.1:6379/0?password=p%40ss&db=0", "redis://127.0.0.1:6379/0?password=***&db=0"),
+        ("redis://user:pw@127.0.0.1:6379/0", "redis://user:***@127.0.0.1:6379/0"),
+    ],
+)
+def test_a_queue_password_is_never_shown(url: str, shown: str) -> None:
+    from sitemap_crawl.queue.config import display_url
+
+    assert display_url(url) == shown
+    if "[" in url:
+        with pytest.raises(SpiderArgumentError) as raised:
+            parse_queue_url(url)
+        assert "TopSecret" not in str(raised.value)
+
+
 def test_a_server_that_refuses_is_told_from_one_that_cannot_be_reached() -> None:
     from redis.exceptions import AuthenticationError, ConnectionError, ResponseError, TimeoutError
 

@@ -39,9 +39,11 @@ def parse_queue_url(value: object) -> str:
         parts = urlsplit(text)
         hostname = parts.hostname
     except ValueError as exc:  # (a bracket not closed: "Invalid IPv6 URL")
-        raise SpiderArgumentError(f"queue={text!r} is not a redis:// or rediss:// URL ({exc})") from None
+        raise SpiderArgumentError(f"queue={display_url(text)!r} is not a redis:// or rediss:// URL ({exc})") from None
     if parts.scheme.lower() not in SCHEMES or not hostname:
-        raise SpiderArgumentError(f"queue={text!r} is not a redis:// or rediss:// URL (redis://host:6379/0)")
+        raise SpiderArgumentError(
+            f"queue={display_url(text)!r} is not a redis:// or rediss:// URL (redis://host:6379/0)"
+        )
     from redis.connection import ConnectionPool, parse_url  # (the client: a dependency, imported only here)
     from redis.exceptions import RedisError
 
@@ -67,7 +69,7 @@ def parse_queue_url(value: object) -> str:
 _UNKNOWN_OPTION = re.compile(r"unexpected keyword argument '(\w+)'")
 
 
-def server_error(url: str, error: Exception, key: str | None = None) -> str:
+def server_error(url: str, error: BaseException, key: str | None = None) -> str:
     """How a queue command or a starting worker says that the server failed it: ``The queue
     server URL cannot be reached: why`` (with a hint for a ``rediss://`` URL, whose TLS
     handshake a plain server never answers), or ``... refused the connection: why`` (a
@@ -75,7 +77,7 @@ def server_error(url: str, error: Exception, key: str | None = None) -> str:
     from redis.exceptions import AuthenticationError, ResponseError, TimeoutError
 
     shown = display_url(url)
-    if isinstance(error, ResponseError) and str(error).startswith("WRONGTYPE"):
+    if is_wrong_type(error):
         return f"The queue server {shown} holds other data at a key of the queue{key_words(key)}: {error}"
     if isinstance(error, AuthenticationError | ResponseError):
         return f"The queue server {shown} refused the connection: {str(error).rstrip('.')}"
@@ -85,18 +87,36 @@ def server_error(url: str, error: Exception, key: str | None = None) -> str:
     return f"The queue server {shown} cannot be reached: {str(error).rstrip('.')}{hint}"
 
 
+def is_wrong_type(error: BaseException) -> bool:
+    """Whether the server refused a command on a queue key that holds another kind of value
+    (``WRONGTYPE``; from a pipeline or a script, the error names the command first)."""
+    from redis.exceptions import ResponseError
+
+    return isinstance(error, ResponseError) and "WRONGTYPE" in str(error)
+
+
 def key_words(key: str | None) -> str:
     """How a message names the queue's keys (another application's keys may share the prefix)."""
     return f" (SITEMAP_CRAWL_QUEUE_KEY={key!r}: another application's keys?)" if key else ""
 
 
 def display_url(url: str) -> str:
-    """The URL without its password (for logs and status)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
+    """The URL without its password (for logs and status): the one before ``@`` and a
+    ``?password=`` option (the client reads both), also in a URL that does not parse."""
+    shown = _QUERY_PASSWORD.sub(r"\1***", url)
+    try:
+        parts = urlsplit(shown)
+        password = parts.password
+    except ValueError:  # (a bracket not closed: the userinfo's password hidden all the same)
+        return _USERINFO_PASSWORD.sub(r"\1:***@", shown)
+    if password is None:
+        return shown
     host_and_port = parts.netloc.rpartition("@")[2]  # as written (its port may not be a number)
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host_and_port}"))
+
+
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+_USERINFO_PASSWORD = re.compile(r"^([^:/?#]+://[^:@/?#]*):[^@/?#]*@")
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ from sitemap_crawl.names import (
     QUEUE_ROUND_TRIPS_STAT,
     QUEUE_TAKEN_OVER_STAT,
 )
-from sitemap_crawl.queue.config import QueueConfig, display_url, server_error
+from sitemap_crawl.queue.config import QueueConfig, display_url, is_wrong_type, server_error
 from sitemap_crawl.queue.files import lock_outputs, prepare_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
 from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue, check_server
@@ -466,7 +466,7 @@ class QueueWorker:
             )
             self._close(UNAVAILABLE)
             return
-        if isinstance(exc, ResponseError) and str(exc).startswith("WRONGTYPE"):
+        if is_wrong_type(exc):
             logger.error(
                 "%s: this worker stops. The sites it acknowledged are written; the %d it holds stay pending.",
                 server_error(self.url, exc, self.config.key if self.config is not None else None),
