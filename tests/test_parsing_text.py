@@ -42,6 +42,13 @@ def test_pages_have_default_fields() -> None:
     assert (page.priority, page.last_modified, page.change_frequency, page.news) == (0.5, None, None, None)
 
 
+@pytest.mark.parametrize("before", [b"\xc2\xa0", b"\x1c", b"\xe2\x80\x8b"], ids=["nbsp", "control", "zero-width"])
+def test_a_byte_that_is_not_utf8_after_a_unicode_space_is_kept_percent_encoded(before: bytes) -> None:
+    # the line was decoded with "replace" to strip the space: caf\xe9 and caf\xe8 were one page, caf\ufffd
+    body = before + b"https://www.example.org/caf\xe9\n" + before + b"https://www.example.org/caf\xe8\n"
+    assert text_urls(body) == ["https://www.example.org/caf%E9", "https://www.example.org/caf%E8"]
+
+
 @pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
 def test_line_breaks(newline: bytes) -> None:
     body = newline.join([b"https://www.example.org/a", b"https://www.example.org/b", b"https://www.example.org/c"])
