@@ -184,14 +184,7 @@ class SitemapSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        config = SettingsReader(crawler.settings)
-        config.check_for(spider.name)
-        if config.history_file:
-            logger.warning(
-                "SITEMAP_CRAWL_HISTORY: the history is the sitemaps spider's; the %s spider requests every "
-                "page its sitemaps list (JOBDIR makes it resumable, docs/loader.md) and writes no history",
-                spider.name,
-            )
+        SettingsReader(crawler.settings).check_for(spider.name)
         spider._loader_sources = spider._sources()
         spider.sitemap_loader = spider.make_sitemap_loader(crawler)
         return spider

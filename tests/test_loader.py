@@ -439,6 +439,16 @@ def test_the_depth_limit_comes_from_the_settings() -> None:
     assert SitemapRequestLoader([], fetch=EndlessIndexes()).max_depth == DEFAULT_MAX_DEPTH == 10
 
 
+def test_a_loader_made_with_the_history_setting_says_it_writes_none(caplog: pytest.LogCaptureFixture) -> None:
+    # a spider of one's own with the loader: the setting was ignored without a word
+    from scrapy.utils.test import get_crawler
+
+    crawler = get_crawler(settings_dict={"SITEMAP_CRAWL_HISTORY": "history.sqlite"})
+    with caplog.at_level("WARNING"):
+        SitemapRequestLoader.from_crawler(crawler, [f"{BASE}/i/0.xml"], fetch=EndlessIndexes())
+    assert [record.getMessage().split(":")[0] for record in caplog.records] == ["SITEMAP_CRAWL_HISTORY"]
+
+
 # -- persistence ----------------------------------------------------------------------------
 
 

@@ -168,6 +168,12 @@ def loader_from_crawler(
 
     settings = crawler.settings
     config = SettingsReader(settings)
+    if config.history_file:
+        logger.warning(
+            "SITEMAP_CRAWL_HISTORY: the history is the sitemaps spider's; a crawl with the sitemap loader "
+            "(SitemapSpider, SitemapRequestLoader) requests every page its sitemaps list (JOBDIR makes it "
+            "resumable, docs/loader.md) and writes no history"
+        )
     kwargs.setdefault("limits", config.limits)
     kwargs.setdefault("max_depth", config.max_depth)
     kwargs.setdefault("depth_limit", config.depth_limit)
