@@ -34,7 +34,7 @@ from sitemap_crawl.parsing.stream import (
     peek,
 )
 from sitemap_crawl.parsing.text import escaped_bytes
-from sitemap_crawl.parsing.xml.document import NO_ROOT, ROOT_SCAN_LIMIT
+from sitemap_crawl.parsing.xml.document import END_SLACK, NO_ROOT, ROOT_SCAN_LIMIT, char_count
 from sitemap_crawl.parsing.xml.entities import has_dtd, inline_entity_references
 from sitemap_crawl.parsing.xml.input import declared_encoding, is_utf8, push_parser_chunks, wide_declaration
 from sitemap_crawl.parsing.xml.libxml import (
@@ -247,8 +247,8 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
             yield reader.read_before_error
         facts.cut = True
         error = reader.error_at_close()  # libxml2 may hold an error back until then (``&b``: its ";")
-        if error is not None and error.position and error.position[0] < _line_count(body):
-            facts.error = f"not well-formed XML: {error}"  # (before the last line read: no cut made it)
+        if error is not None and error.position and _before_the_end(error.position, body):
+            facts.error = f"not well-formed XML: {error}"  # (not where the read stopped: no cut made it)
     except etree.XMLSyntaxError as exc:
         if reader.read_before_error:  # (counted: a read again in recover mode skips them)
             yield reader.read_before_error
@@ -267,13 +267,20 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
         facts.error = _gzip_error(exc)
 
 
-def _line_count(body: Body) -> int:
-    """The lines of the body once inflated, as far as the scan reads it."""
-    count = 1
+def _before_the_end(position: tuple[int, int], body: Body) -> bool:
+    """Whether an error's (line, column) is before the end of the body as far as the scan
+    reads it (more than ``END_SLACK`` characters before it on the last line)."""
+    lines, last_line_length = 1, 0
     with contextlib.suppress(StreamError):
         for chunk in _chunks(body, SitemapFacts()):
-            count += chunk.count(b"\n")
-    return count
+            newline = chunk.rfind(b"\n")
+            if newline < 0:
+                last_line_length += char_count(chunk)
+            else:
+                lines += chunk.count(b"\n")
+                last_line_length = char_count(chunk[newline + 1 :])
+    line, column = position
+    return line < lines or column < last_line_length - END_SLACK
 
 
 def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:

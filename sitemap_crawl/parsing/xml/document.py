@@ -165,10 +165,10 @@ def _entry_batches(
                 width = 4 if chunk.startswith(UTF32_STARTS) else 2 if chunk[:2] in WIDE_STARTS else 1
             newline = chunk.rfind(b"\n")
             if newline < 0:
-                last_line_length += _char_count(chunk, width)
+                last_line_length += char_count(chunk, width)
             else:
                 line_count += chunk.count(b"\n")
-                last_line_length = _char_count(chunk[newline + 1 :], width)
+                last_line_length = char_count(chunk[newline + 1 :], width)
             tail = chunk[-_TAIL_SIZE:] if len(chunk) >= _TAIL_SIZE else (tail + chunk)[-_TAIL_SIZE:]
             for start in range(0, len(chunk), FEED_SIZE):
                 piece = chunk[start : start + FEED_SIZE]
@@ -272,7 +272,7 @@ def one_a_list(entries: Generator[Any, None, _Returned]) -> Generator[list[Any],
         yield [entry]
 
 
-_END_SLACK = 64
+END_SLACK = 64
 
 
 _TAIL_SIZE = 1024
@@ -281,7 +281,7 @@ _TAIL_SIZE = 1024
 _NOT_UTF8_CONTINUATION = bytes(range(0x80)) + bytes(range(0xC0, 0x100))
 
 
-def _char_count(data: bytes, width: int) -> int:
+def char_count(data: bytes, width: int = 1) -> int:
     """Characters in ``data`` (UTF-8 continuation bytes do not count; UTF-16 is two bytes
     a character, UTF-32 four), so that a cut inside non-ASCII text is still seen at the end."""
     if width > 1:
@@ -292,7 +292,7 @@ def _char_count(data: bytes, width: int) -> int:
 def _at_end(position: tuple[int, int], line_count: int, last_line_length: int) -> bool:
     """Whether a syntax error (its line and column) sits at the very end of the input (a cut document)."""
     line, column = position
-    return line >= line_count and column >= last_line_length - _END_SLACK
+    return line >= line_count and column >= last_line_length - END_SLACK
 
 
 def _closes_root(tail: bytes, root: str) -> bool:
