@@ -426,3 +426,17 @@ def test_bytes_that_are_not_utf8_tell_text_sitemap_lines_apart_as_the_crawl_does
     assert read == [page.url for page in parse_sitemap(body, TEXT_URL).pages]
     found = [finding.rule for finding in SiteAudit(None, now=NOW).audit_sitemap(body, TEXT_URL)]
     assert found == ["not-utf8"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_a_sound_wide_gzip_document_past_the_scan_limit_is_too_large_alone(
+    monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    # libxml2's column counts characters (2 or 4 bytes): a stop half-way along the last line
+    # looked far from the end, an invalid-document for a document without a mistake
+    monkeypatch.setattr(scan_module, "SCAN_LIMIT", 60_000)
+    monkeypatch.setattr(rules, "MAX_BYTES", 30_000)
+    text = urlset_text([f"https://example.com/{number}" for number in range(2000)]).replace("\n", "")
+    body = gzip.compress(text.replace('encoding="UTF-8"', f'encoding="{encoding.upper()}"').encode(encoding))
+    found = [finding.rule for finding in SiteAudit(None, now=NOW).audit_sitemap(body, "https://example.com/s.xml.gz")]
+    assert "invalid-document" not in found and "too-large" in found, found

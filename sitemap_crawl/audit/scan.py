@@ -34,7 +34,7 @@ from sitemap_crawl.parsing.stream import (
     peek,
 )
 from sitemap_crawl.parsing.text import escaped_bytes
-from sitemap_crawl.parsing.xml.document import END_SLACK, NO_ROOT, ROOT_SCAN_LIMIT, char_count
+from sitemap_crawl.parsing.xml.document import END_SLACK, NO_ROOT, ROOT_SCAN_LIMIT, char_count, char_width
 from sitemap_crawl.parsing.xml.entities import has_dtd, inline_entity_references
 from sitemap_crawl.parsing.xml.input import declared_encoding, is_utf8, push_parser_chunks, wide_declaration
 from sitemap_crawl.parsing.xml.libxml import (
@@ -271,14 +271,17 @@ def _before_the_end(position: tuple[int, int], body: Body) -> bool:
     """Whether an error's (line, column) is before the end of the body as far as the scan
     reads it (more than ``END_SLACK`` characters before it on the last line)."""
     lines, last_line_length = 1, 0
+    width: int | None = None
     with contextlib.suppress(StreamError):
         for chunk in _chunks(body, SitemapFacts()):
+            if width is None:
+                width = char_width(chunk)  # (libxml2's columns count characters: 2 bytes each in UTF-16)
             newline = chunk.rfind(b"\n")
             if newline < 0:
-                last_line_length += char_count(chunk)
+                last_line_length += char_count(chunk, width)
             else:
-                lines += chunk.count(b"\n")
-                last_line_length = char_count(chunk[newline + 1 :])
+                lines += chunk.count(b"\n")  # (in UTF-16 a newline's byte is there as well)
+                last_line_length = char_count(chunk[newline + 1 :], width)
     line, column = position
     return line < lines or column < last_line_length - END_SLACK
 

@@ -3,6 +3,7 @@ whether it broke off (truncated) or is malformed (read again in recover mode).""
 
 from __future__ import annotations
 
+import codecs
 import functools
 import re
 from collections.abc import Callable, Generator, Iterator
@@ -162,7 +163,7 @@ def _entry_batches(
     try:
         for chunk in make_chunks():
             if width is None:
-                width = 4 if chunk.startswith(UTF32_STARTS) else 2 if chunk[:2] in WIDE_STARTS else 1
+                width = char_width(chunk)
             newline = chunk.rfind(b"\n")
             if newline < 0:
                 last_line_length += char_count(chunk, width)
@@ -279,6 +280,15 @@ _TAIL_SIZE = 1024
 
 
 _NOT_UTF8_CONTINUATION = bytes(range(0x80)) + bytes(range(0xC0, 0x100))
+
+
+def char_width(head: bytes) -> int:
+    """Bytes a character of a document that starts with ``head``: 4 in UTF-32, 2 in UTF-16
+    (by their byte order mark, or the NUL bytes around the first ``<``), else 1 (UTF-8 and
+    single-byte encodings: :func:`char_count` leaves UTF-8's continuation bytes out)."""
+    if head.startswith((*UTF32_STARTS, codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return 4
+    return 2 if head[:2] in WIDE_STARTS else 1
 
 
 def char_count(data: bytes, width: int = 1) -> int:
