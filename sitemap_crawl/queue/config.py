@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from sitemap_crawl.arguments import SpiderArgumentError
 from sitemap_crawl.default_settings import (
@@ -101,22 +101,29 @@ def key_words(key: str | None) -> str:
 
 
 def display_url(url: str) -> str:
-    """The URL without its password (for logs and status): the one before ``@`` and a
-    ``?password=`` option (the client reads both), also in a URL that does not parse."""
-    shown = _QUERY_PASSWORD.sub(r"\1***", url)
-    try:
-        parts = urlsplit(shown)
-        password = parts.password
-    except ValueError:  # (a bracket not closed: the userinfo's password hidden all the same)
-        return _USERINFO_PASSWORD.sub(r"\1:***@", shown)
-    if password is None:
-        return shown
-    host_and_port = parts.netloc.rpartition("@")[2]  # as written (its port may not be a number)
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host_and_port}"))
+    """The URL without its passwords (for logs and status): the one before ``@`` and every
+    query option whose name ends in ``password`` (``?password=``, ``?ssl_password=``, also
+    percent-encoded: the client decodes the names), also in a URL that does not parse."""
+    base, mark, query = url.partition("?")
+    if mark:
+        query = _QUERY_OPTION.sub(_hidden_option, query)
+    scheme, separator, rest = base.partition("://")
+    if separator:
+        slash = rest.find("/")
+        authority, path = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
+        userinfo, at, host = authority.rpartition("@")  # (the last @: a password may hold one)
+        if at and ":" in userinfo:
+            authority = f"{userinfo.partition(':')[0]}:***@{host}"
+        base = f"{scheme}://{authority}{path}"
+    return f"{base}{mark}{query}"
 
 
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
-_USERINFO_PASSWORD = re.compile(r"^([^:/?#]+://[^:@/?#]*):[^@/?#]*@")
+def _hidden_option(match: re.Match[str]) -> str:
+    name = match.group(1)
+    return f"{name}=***" if unquote(name).lower().endswith("password") else match.group(0)
+
+
+_QUERY_OPTION = re.compile(r"([^&=#]+)=([^&#]*)")
 
 
 @dataclass(frozen=True)
