@@ -71,9 +71,10 @@ class PageRows:
             super().export_item(item)  # type: ignore[misc]
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
-        """A row a page, each given to the exporter's own ``export_item`` as the dict of its
-        fields (a project's exporter with this class as a base; the package's exporters write
-        the rows faster, each its own way)."""
+        """A row a page, each given to the Scrapy exporter this class is combined with as the
+        dict of its fields (a project's exporter with this class as a base: an ``export_item``
+        of its own sees the batch; the package's exporters write the rows faster, each its
+        own way)."""
         export = super().export_item  # type: ignore[misc]
         for _ in exported_rows(pages, lambda page: export(self._page_dict(page))):
             pass
