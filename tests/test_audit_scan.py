@@ -147,9 +147,9 @@ def test_a_text_sitemap_line_is_split_where_the_crawl_splits_it(inside: str) -> 
 
 def test_a_text_sitemap_line_keeps_what_the_crawl_keeps_around_it() -> None:
     # the crawl strips ASCII whitespace, and the rest of a URL's edges when the line starts with one
-    body = "\u00a0https://example.com/a\u200b\n https://example.com/b \x0b\n".encode()
+    body = "\u00a0https://example.com/a\u200b\n https://example.com/b \x0b\nhttps://example.com/c\u00a0\n".encode()
     read = [line for batch in text_lines(body, SitemapFacts()) for line in batch]
-    assert read == ["https://example.com/a", "https://example.com/b"]
+    assert read == ["https://example.com/a", "https://example.com/b", "https://example.com/c"]
     assert [page.url for page in parse_sitemap(body, TEXT_URL).pages] == read
 
 

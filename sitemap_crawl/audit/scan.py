@@ -338,17 +338,11 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 """What ends a text sitemap's line, as the crawl splits them (``parsing.text.iter_lines``):
 not the other breaks ``str.splitlines`` knows (U+2028, ``\\x0b``...), which stay in the URL."""
-_ASCII_SPACE = " \t\n\r\x0b\x0c"
-
-
 def _line_text(line: str) -> str:
-    """A line's text as the crawl reads it (``parsing.text.page_from_line``): without the ASCII
-    whitespace around it, and without the rest of ``strip_url_text`` when it starts with a
-    control or a character that is not ASCII."""
-    line = line.strip(_ASCII_SPACE)
-    if line and (line[0] < " " or line[0] >= "\x80"):
-        line = strip_url_text(line)
-    return line
+    """A line's text as the crawl reads it: without the whitespace (Unicode's too), controls
+    and invisible format characters around it (``parsing.text.page_from_line`` strips them
+    before it, ``resolve_url`` after it)."""
+    return strip_url_text(line)
 
 
 _WIDE = ("UTF-16", "UTF-32")
