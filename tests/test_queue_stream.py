@@ -287,3 +287,19 @@ def test_a_server_that_refuses_is_told_from_one_that_cannot_be_reached() -> None
         "The queue server rediss://127.0.0.1:6380/0 cannot be reached: Timeout connecting to server"
         " (a rediss:// URL: does the server speak TLS on that port?)"
     )
+
+
+def test_the_status_text_says_how_many_dead_letters_it_leaves_out() -> None:
+    # it showed 5 of 15 without a word of the other 10
+    from sitemap_crawl.queue.commands.status import DEAD_SHOWN, render
+
+    status = {
+        "enqueued": 20, "waiting": 0, "in_flight": 0, "workers": {}, "done": 5, "failed": 0,
+        "dead_lettered": 15, "duplicates": 0, "pages": 9,
+    }  # fmt: skip
+    dead: list[dict[str, str | int]] = [
+        {"homepage": f"http://s{n}.test/", "reason": "3 attempts"} for n in range(DEAD_SHOWN)
+    ]
+    text = render("redis://h/0", "k", status, dead)
+    assert text.splitlines()[-1] == "    ... and 10 more (--json lists them all)"
+    assert "more" not in render("redis://h/0", "k", {**status, "dead_lettered": DEAD_SHOWN}, dead)

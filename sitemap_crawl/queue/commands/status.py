@@ -74,4 +74,7 @@ def render(url: str, key: str, status: dict[str, Any], dead: list[dict[str, str 
     ]
     for letter in dead:
         lines.append(f"    dead: {letter.get('homepage')} - {letter.get('reason')}")
+    more = int(status["dead_lettered"] or 0) - len(dead)
+    if dead and more > 0:  # (the text shows the last DEAD_SHOWN)
+        lines.append(f"    ... and {more} more (--json lists them all)")
     return "\n".join(lines)
