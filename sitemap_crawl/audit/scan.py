@@ -34,7 +34,7 @@ from sitemap_crawl.parsing.stream import (
     peek,
 )
 from sitemap_crawl.parsing.text import escaped_bytes
-from sitemap_crawl.parsing.xml.document import END_SLACK, NO_ROOT, ROOT_SCAN_LIMIT, char_count, char_width
+from sitemap_crawl.parsing.xml.document import NO_ROOT, ROOT_SCAN_LIMIT, InputEnd
 from sitemap_crawl.parsing.xml.entities import has_dtd, inline_entity_references
 from sitemap_crawl.parsing.xml.input import declared_encoding, is_utf8, push_parser_chunks, wide_declaration
 from sitemap_crawl.parsing.xml.libxml import (
@@ -269,21 +269,12 @@ def _scan_batches(body: Body, facts: SitemapFacts, reader: _EntryReader) -> Iter
 
 def _before_the_end(position: tuple[int, int], body: Body) -> bool:
     """Whether an error's (line, column) is before the end of the body as far as the scan
-    reads it (more than ``END_SLACK`` characters before it on the last line)."""
-    lines, last_line_length = 1, 0
-    width: int | None = None
+    reads it (the body read again: the scan does not count lines as it goes)."""
+    end = InputEnd()
     with contextlib.suppress(StreamError):
         for chunk in _chunks(body, SitemapFacts()):
-            if width is None:
-                width = char_width(chunk)  # (libxml2's columns count characters: 2 bytes each in UTF-16)
-            newline = chunk.rfind(b"\n")
-            if newline < 0:
-                last_line_length += char_count(chunk, width)
-            else:
-                lines += chunk.count(b"\n")  # (in UTF-16 a newline's byte is there as well)
-                last_line_length = char_count(chunk[newline + 1 :], width)
-    line, column = position
-    return line < lines or column < last_line_length - END_SLACK
+            end.fed(chunk)
+    return not end.at_end(position)
 
 
 def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
@@ -317,7 +308,7 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
             offset += len(chunk)
             lines = _LINE_BREAK.split(partial + text)
             partial = lines.pop()  # ended or not, split again with what follows
-            batch = [line for raw in lines if (line := _line_text(raw))]
+            batch = [line for raw in lines if (line := strip_url_text(raw))]
             if facts.bad_utf8 is not None:
                 batch = [escaped_bytes(line) for line in batch]
             if batch:
@@ -331,18 +322,15 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
     except UnicodeDecodeError as exc:  # the body ends inside a character
         facts.bad_utf8 = max(0, offset - len(decoder.getstate()[0]) + exc.start)
         partial += decoder.getstate()[0].decode("utf-8", "surrogateescape")
-    if facts.error is None and not facts.cut and (line := _line_text(partial)):  # (a cut line is no URL)
+    if facts.error is None and not facts.cut and (line := strip_url_text(partial)):  # (a cut line is no URL)
         yield [escaped_bytes(line) if facts.bad_utf8 is not None else line]
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 """What ends a text sitemap's line, as the crawl splits them (``parsing.text.iter_lines``):
-not the other breaks ``str.splitlines`` knows (U+2028, ``\\x0b``...), which stay in the URL."""
-def _line_text(line: str) -> str:
-    """A line's text as the crawl reads it: without the whitespace (Unicode's too), controls
-    and invisible format characters around it (``parsing.text.page_from_line`` strips them
-    before it, ``resolve_url`` after it)."""
-    return strip_url_text(line)
+not the other breaks ``str.splitlines`` knows (U+2028, ``\\x0b``...), which stay in the URL.
+A line is then stripped with ``strip_url_text``, as the crawl strips it (``page_from_line``
+before the URL, ``resolve_url`` after it)."""
 
 
 _WIDE = ("UTF-16", "UTF-32")

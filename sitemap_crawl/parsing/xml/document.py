@@ -151,10 +151,8 @@ def _entry_batches(
     a document with many elements before its first entry ends, see :class:`EntryGap`) or not."""
     make_chunks = functools.partial(without_leading_space, make_chunks)
     produced = 0
-    line_count = 1
-    last_line_length = 0  # in characters, as libxml2 counts columns
+    end = InputEnd()
     tail = b""  # the document's last bytes: does it end with its root's end tag?
-    width: int | None = None  # bytes a character: 2 in UTF-16, 4 in UTF-32, else UTF-8's count
     closing = False  # the whole body was fed
     root_name = root_name or dialect.root
     strict = entry_parser(dialect.entry_tag, root_name, recover=False, root_aware=root_aware)
@@ -162,14 +160,7 @@ def _entry_batches(
     gap = EntryGap(local_name(dialect.entry_tag), root_aware)
     try:
         for chunk in make_chunks():
-            if width is None:
-                width = char_width(chunk)
-            newline = chunk.rfind(b"\n")
-            if newline < 0:
-                last_line_length += char_count(chunk, width)
-            else:
-                line_count += chunk.count(b"\n")
-                last_line_length = char_count(chunk[newline + 1 :], width)
+            end.fed(chunk)
             tail = chunk[-_TAIL_SIZE:] if len(chunk) >= _TAIL_SIZE else (tail + chunk)[-_TAIL_SIZE:]
             for start in range(0, len(chunk), FEED_SIZE):
                 piece = chunk[start : start + FEED_SIZE]
@@ -192,7 +183,7 @@ def _entry_batches(
         strict.close()
     except StreamError as exc:
         drain(strict)
-        if _stopped_before_the_cut(strict, line_count, last_line_length):
+        if _stopped_before_the_cut(strict, end):
             # libxml2 stopped on an error before the body broke off (``&b``: it held the rest
             # unread, waiting for its ";"): recover mode reads on to the cut
             yield from one_a_list(
@@ -232,7 +223,7 @@ def _entry_batches(
             closing
             and not namespace_error
             and "tag mismatch" not in message  # a cut never causes a tag mismatch
-            and _at_end(position, line_count, last_line_length)
+            and end.at_end(position)
             and not _closes_root(tail, dialect.root)  # an error near the end of a whole document
         ):
             raise XmlProblem(ErrorReason.TRUNCATED, message) from exc
@@ -250,13 +241,13 @@ def _entry_batches(
             yield [entry]
 
 
-def _stopped_before_the_cut(parser: etree.XMLPullParser, line_count: int, last_line_length: int) -> bool:
+def _stopped_before_the_cut(parser: etree.XMLPullParser, end: InputEnd) -> bool:
     """Whether a strict parser whose input broke off (a size limit, a cut gzip stream) had met
     an error before the cut: closed, it names one that is not at the end of what it was fed."""
     try:
         parser.close()
     except etree.XMLSyntaxError as error:
-        return not _at_end(error.position or (0, 0), line_count, last_line_length)
+        return not end.at_end(error.position or (0, 0))
     return False
 
 
@@ -273,7 +264,7 @@ def one_a_list(entries: Generator[Any, None, _Returned]) -> Generator[list[Any],
         yield [entry]
 
 
-END_SLACK = 64
+_END_SLACK = 64
 
 
 _TAIL_SIZE = 1024
@@ -282,27 +273,51 @@ _TAIL_SIZE = 1024
 _NOT_UTF8_CONTINUATION = bytes(range(0x80)) + bytes(range(0xC0, 0x100))
 
 
-def char_width(head: bytes) -> int:
+class InputEnd:
+    """Where the input fed to a parser so far ends, as libxml2 counts lines and columns (a
+    column in characters): whether an error's position is at that end, where a body that
+    broke off makes its error."""
+
+    __slots__ = ("_width", "last_line_length", "lines")
+
+    def __init__(self) -> None:
+        self.lines = 1
+        self.last_line_length = 0
+        self._width: int | None = None  # bytes a character: 2 in UTF-16, 4 in UTF-32, else UTF-8's count
+
+    def fed(self, chunk: bytes) -> None:
+        """``chunk`` was fed after the rest."""
+        if self._width is None:
+            self._width = _char_width(chunk)
+        newline = chunk.rfind(b"\n")  # (in UTF-16 a newline's byte is there as well)
+        if newline < 0:
+            self.last_line_length += _char_count(chunk, self._width)
+        else:
+            self.lines += chunk.count(b"\n")
+            self.last_line_length = _char_count(chunk[newline + 1 :], self._width)
+
+    def at_end(self, position: tuple[int, int]) -> bool:
+        """Whether a syntax error (its line and column) sits at the very end of the input (a
+        cut document), within ``_END_SLACK`` characters."""
+        line, column = position
+        return line >= self.lines and column >= self.last_line_length - _END_SLACK
+
+
+def _char_width(head: bytes) -> int:
     """Bytes a character of a document that starts with ``head``: 4 in UTF-32, 2 in UTF-16
     (by their byte order mark, or the NUL bytes around the first ``<``), else 1 (UTF-8 and
-    single-byte encodings: :func:`char_count` leaves UTF-8's continuation bytes out)."""
+    single-byte encodings: :func:`_char_count` leaves UTF-8's continuation bytes out)."""
     if head.startswith((*UTF32_STARTS, codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
         return 4
     return 2 if head[:2] in WIDE_STARTS else 1
 
 
-def char_count(data: bytes, width: int = 1) -> int:
+def _char_count(data: bytes, width: int) -> int:
     """Characters in ``data`` (UTF-8 continuation bytes do not count; UTF-16 is two bytes
     a character, UTF-32 four), so that a cut inside non-ASCII text is still seen at the end."""
     if width > 1:
         return len(data) // width
     return len(data) - len(data.translate(None, _NOT_UTF8_CONTINUATION))
-
-
-def _at_end(position: tuple[int, int], line_count: int, last_line_length: int) -> bool:
-    """Whether a syntax error (its line and column) sits at the very end of the input (a cut document)."""
-    line, column = position
-    return line >= line_count and column >= last_line_length - END_SLACK
 
 
 def _closes_root(tail: bytes, root: str) -> bool:

@@ -138,15 +138,16 @@ RECOVER_FEED_SIZE = 256 * 1024
 """Bytes fed to the recover parser at a time (what it builds is looked at between feeds)."""
 
 
+_MAYBE_SURROGATE = rb"&#(?:x0*([dD][89a-fA-F][0-9a-fA-F]{2})|0*(5[5-7][0-9]{3}));"
+"""A character reference that may name a surrogate (hexadecimal or decimal: groups 1 and 2;
+:func:`_reference_value` says which character it names)."""
 _MARKUP_FIX = re.compile(
-    rb"&#(?:x0*([dD][89a-fA-F][0-9a-fA-F]{2})|0*(5[5-7][0-9]{3}));"
-    rb"|&(?:(amp|lt|gt|quot|apos);|(?!#[0-9]{1,8};|#x[0-9a-fA-F]{1,8};))|<(?![A-Za-z_:/!?\x80-\xff])"
+    _MAYBE_SURROGATE + rb"|&(?:(amp|lt|gt|quot|apos);|(?!#[0-9]{1,8};|#x[0-9a-fA-F]{1,8};))|<(?![A-Za-z_:/!?\x80-\xff])"
 )
-"""What the repair rewrites: a character reference that may name a surrogate (groups 1 and 2,
-hexadecimal or decimal), one of the five predefined entities (group 3), an ``&`` that begins no
-reference, a ``<`` that begins no markup."""
-_SURROGATE_REFERENCE = re.compile(rb"&#(?:x0*([dD][c-fC-F][0-9a-fA-F]{2})|0*(5[5-7][0-9]{3}));")
-"""A character reference that may name a low surrogate (the second of a pair)."""
+"""What the repair rewrites: a reference that may name a surrogate, one of the five predefined
+entities (group 3), an ``&`` that begins no reference, a ``<`` that begins no markup."""
+_SURROGATE_REFERENCE = re.compile(_MAYBE_SURROGATE)
+"""The second reference of what may be a surrogate pair."""
 _SURROGATES = range(0xD800, 0xE000)
 _LOW_SURROGATES = range(0xDC00, 0xE000)
 
