@@ -52,19 +52,14 @@ class SitemapLoaderScheduler(Scheduler):
         waited until every page of the sitemaps was visited (Scrapy's own SitemapSpider,
         every request on disk, visits them as they come)."""
         self._disk_turn = not self._disk_turn
-        if not self._disk_turn or self.dqs is None:
-            return super().next_request()
-        request = self._dqpop()
-        assert self.stats is not None
-        if request is not None:
-            self.stats.inc_value("scheduler/dequeued/disk")
-        else:
-            request = self.mqs.pop()
-            if request is not None:
-                self.stats.inc_value("scheduler/dequeued/memory")
-        if request is not None:
-            self.stats.inc_value("scheduler/dequeued")
-        return request
+        if self._disk_turn and self.dqs is not None:
+            request = self._dqpop()
+            if request is not None:  # (counted as Scrapy's scheduler counts it)
+                assert self.stats is not None
+                self.stats.inc_value("scheduler/dequeued/disk")
+                self.stats.inc_value("scheduler/dequeued")
+                return request
+        return super().next_request()  # (memory first; the disk queue was just found empty)
 
     def _dqpop(self) -> Any:
         """The next request of the disk queue; a sitemap request found there is a stopped run's

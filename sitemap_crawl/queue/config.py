@@ -168,6 +168,17 @@ class QueueConfig:
         return f"{self.key}:counts"
 
     @property
+    def key_kinds(self) -> dict[str, str]:
+        """Each key of the queue and the kind of value the server keeps there."""
+        return {
+            self.stream: "stream",
+            self.seen: "set",
+            self.homepages: "hash",
+            self.dead: "stream",
+            self.counts: "hash",
+        }
+
+    @property
     def claim_after_ms(self) -> int:
         return max(1, int(self.claim_after * 1000))
 

@@ -220,9 +220,7 @@ def check_server(config: QueueConfig) -> None:
     client = Redis.from_url(config.url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT)
     try:
         client.ping()
-        kinds = {config.stream: "stream", config.seen: "set", config.homepages: "hash", config.dead: "stream"}
-        kinds[config.counts] = "hash"
-        for key, kind in kinds.items():
+        for key, kind in config.key_kinds.items():
             found = client.type(key)
             found = found.decode() if isinstance(found, bytes) else str(found)
             if found not in ("none", kind):  # (WRONGTYPE at its first use: the worker's would be mid-run)
