@@ -346,6 +346,65 @@ def test_a_surrogate_reference_in_an_index_keeps_the_children_after_it() -> None
     assert urls == ["https://www.example.org/x\ufffd.xml", *children]
 
 
+STRAY_TAGS = {
+    # libxml2's recover mode read a stray end tag as the end of the open element: the <loc>'s
+    # own end tag then closed the <url>, the <url>'s the root, and every later entry was lost
+    "end tag of no element": (b"<url><loc>https://www.example.org/mid</b></loc></url>", "https://www.example.org/mid"),
+    "prefixed end tag": (b"<url><loc>https://www.example.org/mid</x:y></loc></url>", "https://www.example.org/mid"),
+    "end tag written twice": (
+        b"<url><loc>https://www.example.org/mid</loc></loc></url>",
+        "https://www.example.org/mid",
+    ),
+    "entry's end tag inside its loc": (
+        b"<url><loc>https://www.example.org/mid</url></loc></url>",
+        "https://www.example.org/mid",
+    ),
+    "root's end tag inside a loc": (
+        b"<url><loc>https://www.example.org/mid</urlset></loc></url>",
+        "https://www.example.org/mid",
+    ),
+    "loc's end tag left out": (b"<url><loc>https://www.example.org/mid</url>", "https://www.example.org/mid"),
+    "start tag left open in a loc": (b"<url><loc>https://www.example.org/mid<b></loc></url>", None),
+    "misspelt entry end tag": (b"<url><loc>https://www.example.org/mid</loc></urll>", "https://www.example.org/mid"),
+}
+
+
+@pytest.mark.parametrize("name", list(STRAY_TAGS))
+@pytest.mark.parametrize("newline", [b"\n", b""], ids=["multi-line", "single-line"])
+def test_a_stray_or_missing_end_tag_keeps_every_later_entry(name: str, newline: bytes) -> None:
+    bad_entry, middle_url = STRAY_TAGS[name]
+    kind, error, urls = outcome(_with_bad_entry(bad_entry, newline=newline))
+    assert (kind, error) == ("xml_urlset", "parse error")
+    assert urls[:3] == BEFORE
+    assert urls[-3:] == AFTER
+    if middle_url is not None:
+        assert urls[3:-3] == [middle_url]
+
+
+def test_a_stray_end_tag_in_an_index_keeps_the_children_after_it() -> None:
+    children = [f"https://www.example.org/s{i}.xml" for i in range(3)]
+    entries = "".join(f"<sitemap><loc>{child}</loc></sitemap>" for child in children)
+    body = f'<sitemapindex xmlns="{SM}"><sitemap><loc>https://www.example.org/x.xml</i></loc></sitemap>{entries}</sitemapindex>'
+    assert outcome(body.encode()) == ("xml_index", "parse error", ["https://www.example.org/x.xml", *children])
+
+
+def test_html_left_open_in_an_rss_description_keeps_the_later_items() -> None:
+    items = "".join(f"<item><title>t{i}</title><link>https://www.example.org/n{i}</link></item>" for i in range(3))
+    body = (
+        '<rss version="2.0"><channel><title>x</title><item><link>https://www.example.org/first</link>'
+        f"<description>one<br>two<p>three</description></item>{items}</channel></rss>"
+    )
+    kind, error, urls = outcome(body.encode())
+    assert (kind, error) == ("rss", "parse error")
+    assert urls == ["https://www.example.org/first", *(f"https://www.example.org/n{i}" for i in range(3))]
+
+
+def test_a_document_whose_only_mistake_is_a_stray_end_tag_is_still_a_parse_error() -> None:
+    # the mended end tags are a mistake of the document even where libxml2 then finds none
+    body = f'<urlset xmlns="{SM}" xmlns:image="{SM}"><url><loc>https://www.example.org/a</loc></x></url></urlset>'
+    assert outcome(body.encode()) == ("xml_urlset", "parse error", ["https://www.example.org/a"])
+
+
 def _mistake_at(mistake: bytes, offset: int) -> bytes:
     """A urlset whose second entry's <loc> holds ``mistake`` starting at byte ``offset``."""
     head = f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{SM}">\n<url><loc>https://x.org/f</loc><!--'
@@ -355,7 +414,7 @@ def _mistake_at(mistake: bytes, offset: int) -> bytes:
 
 
 @pytest.mark.parametrize("boundary", [32 * 1024, 256 * 1024], ids=["feed", "chunk"])
-@pytest.mark.parametrize("mistake", [b"&nbsp;", b"&eacute;", b"&#1;", b"&#xD800;"])
+@pytest.mark.parametrize("mistake", [b"&nbsp;", b"&eacute;", b"&#1;", b"&#xD800;", b"</b>"])
 def test_a_mistake_next_to_a_piece_boundary_keeps_every_entry(boundary: int, mistake: bytes) -> None:
     # before a 256 KiB chunk's end it was taken for a body cut there (truncated: the entries
     # after it lost); an undefined entity before a 32 KiB feed's end made libxml2 say "Extra

@@ -15,6 +15,7 @@ from lxml import etree
 
 from sitemap_crawl.kinds import ErrorReason
 from sitemap_crawl.parsing.stream import StreamError
+from sitemap_crawl.parsing.xml.balance import TagBalancer
 from sitemap_crawl.parsing.xml.entities import EntryReading
 from sitemap_crawl.parsing.xml.input import (
     DECLARATION_MAX,
@@ -88,8 +89,9 @@ def _recovering(
     seen = 0
     stream_error: StreamError | None = None
     ends_cleanly = True
+    balancer = TagBalancer()
     try:
-        for chunk in _repair_markup(_escape_bytes_not_utf8(make_chunks())):
+        for chunk in balancer.mend(_repair_markup(_escape_bytes_not_utf8(make_chunks()))):
             stripped = chunk.rstrip(_TAIL_SPACE)
             if stripped:
                 ends_cleanly = stripped.endswith(b">")
@@ -130,7 +132,8 @@ def _recovering(
                 entry = reading.read(held, sitemap_url)
                 if entry is not None:
                     yield entry
-    return Recovered(stream_error, first_error(parser.feed_error_log, namespace=False) is None and ends_cleanly)
+    nothing_else = first_error(parser.feed_error_log, namespace=False) is None and not balancer.mended
+    return Recovered(stream_error, nothing_else and ends_cleanly)
 
 
 _TAIL_SPACE = b" \t\r\n\x00"

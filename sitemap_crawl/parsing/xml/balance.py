@@ -1,0 +1,208 @@
+"""End tags that match no open element, mended before the recover parser reads them.
+
+libxml2's recover mode reads an end tag that does not match the open element as that
+element's end. A stray end tag in a text (``<loc>https://a.test/p</b></loc>``) so closes the
+``<loc>``; the real ``</loc>`` then closes the ``<url>``, the ``</url>`` the root, and every
+entry after it was lost. :class:`TagBalancer` follows the open elements in the repaired
+bytes and mends what libxml2 would misread:
+
+- a stray end tag is dropped when the open element's own end tag follows it, else it ends
+  that element (as libxml2 reads it: ``</urll>`` for ``</url>``);
+- an end tag that skips open elements ends them first;
+- the root's end tag, when a tag follows it, is moved to the end of the input, so that
+  what follows is still read.
+
+Everything else passes byte for byte; so does a document that needs none of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from sitemap_crawl.parsing.xml.input import WIDE_STARTS
+
+_TOKEN = re.compile(
+    rb"<(?:/([^\s<>/]+)\s*>|([^\s<>/\"'!?]+)(?:[^>\"']++|\"[^\"]*+\"|'[^']*+')*+>|(!--|!\[CDATA\[|\?|!)|())"
+)
+"""A piece of markup: an end tag (its name: group 1), a start tag (group 2), the start of a
+comment, CDATA, a processing instruction or another declaration (``<!DOCTYPE``: group 3),
+else a ``<`` that begins none of them as far as the bytes go (group 4)."""
+_CLOSERS = {b"!--": b"-->", b"![CDATA[": b"]]>", b"?": b"?>", b"!": b">"}
+"""Where a piece of markup that is not a tag ends, by how it starts."""
+_CLASSIFY_BYTES = len(b"<![CDATA[")
+MAX_TAG_BYTES = 64 * 1024
+"""A tag not ended within this many bytes ends the mending: the rest passes as it is."""
+MAX_AFTER_ROOT = 1024 * 1024
+"""Bytes after the root's end tag held to see whether a tag follows (past it, the rest is read
+as if the root were still open)."""
+
+
+class TagBalancer:
+    """Mends the end tags of an XML document in an ASCII-compatible encoding, chunk by chunk."""
+
+    __slots__ = ("_after_root", "_closer", "_held", "_off", "_open", "_out", "_root_end", "_stray", "mended")
+
+    def __init__(self) -> None:
+        self._open: list[bytes] = []  # qualified names of the open elements, the root first
+        self._out: list[bytes] = []  # what the piece being read gives
+        self._held = b""  # the start of markup not yet whole
+        self._closer: bytes | None = None  # inside a comment, CDATA...: what ends it
+        self._stray = False  # an end tag matching no open element, not yet judged
+        self._root_end: bytes | None = None  # the root's end tag as written, once read
+        self._after_root: list[bytes] | None = None  # what came after it, while no tag has
+        self._off = False  # a tag too long, or a wide encoding: the rest passes as it is
+        self.mended = False
+        """Whether any end tag was dropped, added or moved."""
+
+    def mend(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """The chunks, their end tags mended (the last bytes of markup not yet whole are held)."""
+        first = True
+        for chunk in chunks:
+            if first and chunk:
+                first = False
+                self._off = chunk[:2] in WIDE_STARTS  # (UTF-16 or UTF-32: left as the repair leaves it)
+            mended = self._feed(self._held + chunk, final=False)
+            if mended:
+                yield mended
+        mended = self._feed(self._held, final=True)
+        if not self._off:
+            self._judge_stray(None)
+            mended += b"".join(self._out) + self._end_of_input()
+        elif self._root_end is not None:
+            mended += self._root_end  # (moved, then the mending ended: the rest passed as it is)
+        if mended:
+            yield mended
+
+    def _feed(self, data: bytes, final: bool) -> bytes:
+        """``data`` mended, but for markup at its end not yet whole (kept in ``_held``).
+
+        Bytes are copied out only around a change (``copied``: how far they were)."""
+        self._held = b""
+        if self._off:
+            return data
+        stack = self._open
+        search = _TOKEN.search
+        size = len(data)
+        position = copied = 0
+        while position < size:
+            if self._closer is not None:
+                end = data.find(self._closer, position)
+                if end < 0:
+                    position = size if final else max(position, size - len(self._closer) + 1)
+                    break
+                position, self._closer = end + len(self._closer), None
+                continue
+            token = search(data, position)
+            if token is None:
+                break
+            end_name, start_name, other, unknown = token.groups()
+            if unknown is not None:
+                start = token.start()
+                if final or (data[start + 1 : start + 2] == b"/" and data.find(b">", start) >= 0):
+                    position = start + 1  # not a tag as written: libxml2's own business
+                    continue
+                break  # (a tag not whole yet: held below)
+            if other is not None:
+                if size - token.start() < _CLASSIFY_BYTES and not final:
+                    position = token.start()  # (``<!`` may begin a comment or CDATA: held)
+                    break
+                position, self._closer = token.end(), _CLOSERS[other]
+                continue
+            if self._stray or self._after_root is not None:
+                copied = self._copy(data, copied, token.start())
+                self._tag_after_root()
+                self._judge_stray(end_name)
+            if start_name is not None:
+                if data[token.end() - 2] != 0x2F:  # (not ``/>``)
+                    stack.append(start_name)
+            elif len(stack) > 1 and end_name == stack[-1]:
+                stack.pop()
+            else:
+                copied = self._copy(data, copied, token.start())
+                self._end_tag(end_name, token.group(0))
+                copied = token.end()
+            position = token.end()
+        else:
+            position = size
+        if not final:
+            rest = data.find(b"<", position)
+            if rest >= 0 and self._closer is None:
+                if size - rest > MAX_TAG_BYTES:  # a tag that does not end: the rest as it is
+                    self._off = True
+                    self._copy(data, copied, rest)
+                    if self._after_root is not None and self._root_end is not None:  # (in its place)
+                        self._out.append(self._root_end)
+                        self._out.extend(self._after_root)
+                        self._root_end = self._after_root = None
+                    self._out.append(data[rest:])
+                    return self._flush()
+                position = rest
+            self._held = data[position:] if position < size else b""
+            self._copy(data, copied, position)
+        else:
+            self._copy(data, copied, size)
+        return self._flush()
+
+    def _flush(self) -> bytes:
+        mended = b"".join(self._out)
+        self._out.clear()
+        return mended
+
+    def _copy(self, data: bytes, start: int, end: int) -> int:
+        """The bytes from ``start`` to ``end`` given (after the root's end tag: held with what
+        follows it); where the copy is."""
+        if end > start:
+            (self._out if self._after_root is None else self._after_root).append(data[start:end])
+            if self._after_root is not None and sum(map(len, self._after_root)) > MAX_AFTER_ROOT:
+                self._tag_after_root()
+        return end
+
+    def _tag_after_root(self) -> None:
+        """Something after the root's end tag is read as inside the root: its end tag goes last."""
+        if self._after_root is not None:
+            self._out.extend(self._after_root)
+            self._after_root = None
+            self.mended = True
+
+    def _end_tag(self, name: bytes, written: bytes) -> None:
+        """An end tag that does not end the open element below the root."""
+        stack = self._open
+        if not stack:
+            self.mended = True  # (nothing open: dropped; libxml2 would report it and read on)
+        elif name == stack[0]:
+            if self._root_end is None:
+                self._root_end = written
+                self._after_root = []
+            else:
+                self.mended = True
+        elif name in stack:
+            depth = len(stack) - stack[::-1].index(name) - 1
+            self._out.extend(b"</%s>" % open_name for open_name in reversed(stack[depth + 1 :]))
+            del stack[depth:]
+            self._out.append(written)
+            self.mended = True
+        else:
+            self._stray = True
+            self.mended = True
+
+    def _judge_stray(self, next_end: bytes | None) -> None:
+        """A stray end tag held back, judged by the end tag that follows it (``next_end``;
+        None for other markup): dropped when that ends the open element, else it ends it."""
+        if not self._stray:
+            return
+        self._stray = False
+        stack = self._open
+        if len(stack) >= 2 and next_end != stack[-1]:
+            self._out.append(b"</%s>" % stack.pop())
+
+    def _end_of_input(self) -> bytes:
+        """The root's end tag, if the document wrote it: after the end tags of what is still
+        open, and before what came after it if no tag did."""
+        if self._root_end is None:
+            return b""
+        closing = [b"</%s>" % name for name in reversed(self._open[1:])]
+        if closing:
+            self.mended = True
+        after = self._after_root or []
+        return b"".join([*closing, self._root_end, *after])

@@ -1,0 +1,99 @@
+"""The end tags mended before the recover parser reads a malformed document."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sitemap_crawl.parsing.xml.balance import MAX_TAG_BYTES, TagBalancer
+
+
+def mended(*chunks: bytes) -> tuple[bytes, bool]:
+    balancer = TagBalancer()
+    return b"".join(balancer.mend(iter(chunks))), balancer.mended
+
+
+WELL_FORMED = (
+    b'<?xml version="1.0"?>\n<!DOCTYPE urlset>\n<urlset xmlns="urn:x" a=">">'
+    b"<!-- </url> <b> --><url><loc><![CDATA[https://a.test/</b>?<x>]]></loc>"
+    b"<?pi </loc>?><image:image xmlns:image='urn:i' b='</x>'/><e   /></url ></urlset>\n<!-- end -->\n"
+)
+
+
+def test_a_well_formed_document_passes_byte_for_byte() -> None:
+    assert mended(WELL_FORMED) == (WELL_FORMED, False)
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        (b"<r><u><l>x</b></l></u></r>", b"<r><u><l>x</l></u></r>"),  # a stray end tag dropped
+        (b"<r><u><l>x</l></l></u></r>", b"<r><u><l>x</l></u></r>"),
+        (b"<r><u><l>x</u><u>", b"<r><u><l>x</l></u><u>"),  # open elements ended first
+        (b"<r><u><l>x</l></uu><u>", b"<r><u><l>x</l></u><u>"),  # ends the open element, as libxml2 reads it
+        (b"<r><u>x</r><u>y</u></r>", b"<r><u>x<u>y</u></u></r>"),  # the root's end held to the end
+        (b"<r><u>x</u></r><u>y</u>", b"<r><u>x</u><u>y</u></r>"),
+        (b"</x><r><u/></r>", b"<r><u/></r>"),  # an end tag with nothing open
+        (b"<r><u>x</b></r>", b"<r><u>x</u></r>"),  # a stray end tag before the root's ends the open element
+        (b"<r><u>x</b><!-- c --></u></r>", b"<r><u>x<!-- c --></u></r>"),  # judged by the next end tag
+        (b"<r><u>x</r><!-- c --><u/>", b"<r><u>x<!-- c --><u/></u></r>"),
+    ],
+)
+def test_end_tags_are_mended(written: bytes, read: bytes) -> None:
+    assert mended(written) == (read, True)
+
+
+def test_any_split_of_the_input_gives_the_same_bytes() -> None:
+    document = WELL_FORMED.replace(b"<e   />", b"<e   /></b></x:y><l>t</u>")
+    whole, _ = mended(document)
+    assert b"</b>" not in whole.replace(b"https://a.test/</b>", b"")
+    for cut in range(len(document) + 1):
+        assert mended(document[:cut], document[cut:]) == (whole, True), cut
+    assert mended(*(document[i : i + 1] for i in range(len(document)))) == (whole, True)
+
+
+def test_a_document_not_ended_is_left_open() -> None:
+    # what the input leaves open is not closed: the recover pass must still see a cut entry
+    assert mended(b"<r><u><l>https://a.test/cu") == (b"<r><u><l>https://a.test/cu", False)
+    assert mended(b"<r><u><l>x</l></u><u><l") == (b"<r><u><l>x</l></u><u><l", False)
+
+
+def test_utf16_passes_as_it_is() -> None:
+    document = "<r><u><l>x</b></l></u></r>".encode("utf-16")
+    assert mended(document) == (document, False)
+
+
+@pytest.mark.parametrize("before", [b"", b"</r>"])
+def test_a_start_tag_never_ended_ends_the_mending(before: bytes) -> None:
+    # (a quote never closed: the start tag goes on to the end of the input)
+    document = b"<r><u>" + before + b'<u a="' + b"x" * (MAX_TAG_BYTES + 10) + b"><l>x</b></l></u></r>"
+    for cut in (100, 1000, len(document) - 5):
+        assert mended(document[:cut], document[cut:]) == (document, False)
+
+
+_PIECES = [
+    b"<r>",
+    b"</r>",
+    b"<u>",
+    b"</u>",
+    b"<l>",
+    b"</l>",
+    b"</b>",
+    b"<b>",
+    b"<e/>",
+    b"x",
+    b"<!-- </u> -->",
+    b"<![CDATA[</l>]]>",
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=30), st.lists(st.integers(0, 400), max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_mending_does_not_depend_on_where_the_input_is_cut(pieces: list[bytes], cuts: list[int]) -> None:
+    document = b"".join(pieces)
+    bounds = sorted({0, len(document), *(min(cut, len(document)) for cut in cuts)})
+    chunks = [document[start:end] for start, end in itertools.pairwise(bounds)]
+    assert mended(*chunks) == mended(document)
