@@ -16,7 +16,7 @@ from twisted.internet import error as internet_error
 from twisted.python.failure import Failure
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
-from sitemap_crawl.kinds import DOWNLOAD_ERROR_PREFIX, IGNORED_PREFIX, ErrorReason, http_error
+from sitemap_crawl.kinds import DOWNLOAD_ERROR_PREFIX, IGNORED_PREFIX, UNDECODABLE_BODY, ErrorReason, http_error
 
 _TIMEOUTS = (internet_error.TimeoutError, TimeoutError, DownloadTimeoutError)
 _CONNECTION_ERRORS = (
@@ -66,5 +66,5 @@ def failure_reason(failure: Failure | BaseException) -> str:
     kind = type(error)
     if kind.__module__.split(".")[0].lstrip("_") in _DECODERS:  # (zlib.error, brotli.error: "error" alone said nothing)
         name = f"{kind.__module__}.{kind.__name__}"
-        return f"{DOWNLOAD_ERROR_PREFIX}the body is not what its Content-Encoding says ({name})"
+        return f"{DOWNLOAD_ERROR_PREFIX}{UNDECODABLE_BODY} ({name})"
     return f"{DOWNLOAD_ERROR_PREFIX}{kind.__name__}"

@@ -52,9 +52,31 @@ HTTP_PREFIX = "HTTP"
 """``HTTP <status>``: the server answered with an error status."""
 IGNORED_PREFIX = f"{ErrorReason.IGNORED}: "
 """``ignored: <message>``: a downloader middleware dropped the request, saying why."""
+DOWNLOAD_FAILURES = frozenset(
+    {
+        ErrorReason.TIMEOUT,
+        ErrorReason.REDIRECT_LIMIT,
+        ErrorReason.DNS_LOOKUP_FAILED,
+        ErrorReason.CONNECTION_REFUSED,
+        ErrorReason.CONNECTION_ERROR,
+    }
+)
+"""Reasons of a download that brought no answer to read (besides ``download error: ...``)."""
 DOWNLOAD_ERROR_PREFIX = "download error: "
 """``download error: <exception type>``: any other download failure (a body that is not what its
 Content-Encoding says: ``download error: the body is not what its Content-Encoding says (zlib.error)``)."""
+
+
+UNDECODABLE_BODY = "the body is not what its Content-Encoding says"
+"""The ``download error: ...`` of a body its Content-Encoding does not describe."""
+
+
+def is_download_failure(reason: str) -> bool:
+    """Whether a node's reason says its download brought no answer to read (no HTTP error, no
+    body that its Content-Encoding does not describe)."""
+    if reason.startswith(DOWNLOAD_ERROR_PREFIX):
+        return not reason.startswith(DOWNLOAD_ERROR_PREFIX + UNDECODABLE_BODY)
+    return reason in DOWNLOAD_FAILURES
 
 
 def http_error(status: int) -> str:

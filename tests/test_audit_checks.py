@@ -637,6 +637,24 @@ def test_fetch_rules(rule: str, broken: dict[str, Any], sound: dict[str, Any]) -
     assert fetch(**sound) == []
 
 
+def test_an_http_error_after_a_redirect_names_the_url_that_answered() -> None:
+    audit = SiteAudit(None, now=NOW)
+    (found,) = audit.audit_fetch(SITEMAP, "https://example.com/gone.xml", 404)
+    assert (found.rule, found.sitemap_url, found.url) == ("http-error", SITEMAP, "https://example.com/gone.xml")
+    assert found.detail == "HTTP 404 at https://example.com/gone.xml (redirected)"
+
+
+def test_a_download_that_failed_is_one_finding_per_url() -> None:
+    # a declared sitemap that could not be downloaded (or that redirects to a dead host) had
+    # no finding at all: the tree said "DNS lookup failed", the findings nothing
+    audit = SiteAudit(None, now=NOW)
+    found = [*audit.audit_download_failure(SITEMAP, "DNS lookup failed")]
+    found += audit.audit_download_failure(SITEMAP, "DNS lookup failed")  # (listed twice)
+    assert [(f.rule, f.severity, f.sitemap_url, f.url, f.detail) for f in found] == [
+        ("download-failed", "error", SITEMAP, None, "DNS lookup failed")
+    ]
+
+
 def test_every_rule_has_a_case() -> None:
     covered = set(CASES) | {
         "nested-index",
@@ -648,7 +666,14 @@ def test_every_rule_has_a_case() -> None:
         "page-disallowed",
         "gzip-mislabelled",
     }
-    covered |= {"sitemap-disallowed", "known-path-only", "http-error", "redirected", "served-as-html"}
+    covered |= {
+        "sitemap-disallowed",
+        "known-path-only",
+        "http-error",
+        "redirected",
+        "served-as-html",
+        "download-failed",
+    }
     # and all in one crawl: tests/test_crawl_audit.py::test_a_site_breaking_every_rule_once
     assert covered == {rule.id for rule in rules.RULES}
 

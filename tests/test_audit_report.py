@@ -207,6 +207,33 @@ def test_control_characters_of_a_sitemap_are_shown_escaped() -> None:
     assert "fragment #\\x01" in html
 
 
+def test_bidirectional_controls_are_shown_escaped() -> None:
+    # a right-to-left override was copied as is: the rest of the line showed reversed, a
+    # URL ending in ".exe" read as ending in "exe.png"
+    odd = "https://example.com/files/\u202egnp.exe"
+    report = Report()
+    report.add_finding(Finding(SITE, odd, odd, "unescaped-url", "warning", "unescaped '\u2066' \u200f"))
+    report.add_tree(SITE, node(SITE, "website", 0, node(odd, "text", 1)))
+    html = report.render()
+    assert not [char for char in html if char in "\u061c\u200e\u200f" or 0x202A <= ord(char) <= 0x202E]
+    assert not [char for char in html if 0x2066 <= ord(char) <= 0x2069]
+    assert set(heads(lxml.html.fromstring(html))) == {SITE, "https://example.com/files/\\u202egnp.exe"}
+    assert "unescaped &#x27;\\u2066&#x27; \\u200f" in html
+
+
+def test_the_histogram_says_that_feed_pages_are_not_in_it() -> None:
+    # it left out RSS and Atom pages without a word; with only feeds it was not shown at all
+    report = Report()
+    report.add_tree(SITE, node(SITE, "website", 0, node(f"{SITE}feed.rss", "rss", 3), node(f"{SITE}a.atom", "atom", 2)))
+    doc: Any = lxml.html.fromstring(report.render())
+    assert "5 page(s) of RSS and Atom feeds are not counted here" in doc.xpath("string(//p[@class='note'])")
+    report = Report()
+    report.add_tree(SITE, node(SITE, "website", 0, node(f"{SITE}s.xml", "xml_urlset", 3)))
+    report.add_site_facts(SITE, {}, Counter({"2024-05": 3}))
+    doc = lxml.html.fromstring(report.render())
+    assert not doc.xpath("//p[@class='note']") and doc.xpath("//table[@class='months']")
+
+
 def test_children_beyond_the_cap_become_one_line() -> None:
     children = [node(f"{SITE}s{i}.xml", "xml_urlset", 10) for i in range(1000)]
     report = Report()

@@ -397,6 +397,33 @@ def test_html_report_structure(fixture_site: SiteFactory, crawl: CrawlRunner, tm
     assert doc.xpath("//details[@class='examples']/summary")[0].text_content() == "url-fragment"
 
 
+def test_a_finding_known_at_the_sites_end_is_counted_on_its_hidden_node(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # the tree came before the site's end findings: one on a sitemap past the 25 children
+    # shown went to the website node, and the "... and 5 more" line said nothing of it
+    alternate = '<xhtml:link rel="alternate" hreflang="fr" href="{base}/fr"/>'
+    routes: dict[str, Any] = {
+        f"/s{i}.xml": urlset({"loc": f"{{base}}/p{i}", **({"extra": alternate} if i == 28 else {})}) for i in range(29)
+    }
+    routes["/s29.xml"] = urlset({"loc": "{base}/fr"})  # (no way back to /p28)
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/index.xml"),
+            "/index.xml": sitemapindex(*(f"{{base}}/s{i}.xml" for i in range(30))),
+            **routes,
+        }
+    )
+    report = tmp_path / "report.html"
+    crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_REPORT_FILE": str(report)}).assert_ok()
+
+    doc = lxml.html.fromstring(report.read_bytes())
+    website = doc.xpath("//li[@class='node' and @data-kind='website']")[0]
+    assert "hreflang-not-reciprocal" not in website.xpath("string(./*[not(self::ul) and not(self::details)])")
+    hidden = doc.xpath("//li[contains(@class, 'more')]")
+    assert len(hidden) == 1 and "hreflang-not-reciprocal" in hidden[0].text_content()
+
+
 def every_rule_site(now: datetime) -> dict[str, Any]:
     """Three sites on one fixture server; together they break every audit rule exactly once.
 
@@ -446,6 +473,7 @@ def every_rule_site(now: datetime) -> dict[str, Any]:
             {"loc": f"{one}/pages.xml", "lastmod": "2024-01-01"},
             f"{one}/inner-index.xml",  # nested-index
             f"{one}/missing.xml",  # http-error
+            f"{one}/loop.xml",  # download-failed (redirect limit)
             f"{one}/html.xml",  # served-as-html
             f"{one}/old.xml",  # redirected
             f"{one}/gz.xml.gz",  # gzip-mislabelled: served with Content-Encoding: gzip
@@ -464,6 +492,7 @@ def every_rule_site(now: datetime) -> dict[str, Any]:
         "//one.test/deep.xml": urlset(f"{one}/shared"),
         "//one.test/html.xml": Route(urlset(f"{one}/h"), content_type="text/html"),
         "//one.test/old.xml": Route(redirect_to=f"{one}/new.xml"),
+        "//one.test/loop.xml": Route(redirect_to=f"{one}/loop.xml"),
         "//one.test/new.xml": urlset(f"{one}/n").replace("</urlset>", "<url><priority>0.1</priority></url></urlset>"),
         # (its second entry has no loc: missing-loc)
         "//one.test/gz.xml.gz": Route(urlset(f"{one}/g"), gzip_encoding=True),

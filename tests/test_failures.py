@@ -8,6 +8,7 @@ import zlib
 import pytest
 
 from sitemap_crawl.failures import failure_reason
+from sitemap_crawl.kinds import is_download_failure
 
 NOT_ITS_ENCODING = "download error: the body is not what its Content-Encoding says"
 
@@ -33,3 +34,21 @@ def test_a_zstd_body_that_is_not_zstd_says_so() -> None:
 
 def test_another_error_is_named_by_its_type() -> None:
     assert failure_reason(ValueError("odd")) == "download error: ValueError"
+
+
+@pytest.mark.parametrize(
+    ("reason", "failed"),
+    [
+        ("timeout", True),
+        ("redirect limit", True),
+        ("connection refused", True),
+        ("download error: SSLError", True),
+        ("download error: the body is not what its Content-Encoding says (zlib.error)", False),  # gzip-mislabelled
+        ("HTTP 404", False),  # http-error
+        ("offsite", False),
+        ("forbidden by robots.txt", False),
+        ("size limit", False),
+    ],
+)
+def test_which_node_reasons_are_a_failed_download(reason: str, failed: bool) -> None:
+    assert is_download_failure(reason) is failed

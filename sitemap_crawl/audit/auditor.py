@@ -122,6 +122,8 @@ class SiteAudit:
         twice is fetched twice (it is twice in the tree) and audited once."""
         self.responses_forbidden: set[str] = set()
         """The sitemaps judged by :meth:`audit_forbidden` (one listed twice is one finding)."""
+        self.downloads_failed: set[str] = set()
+        """The URLs of :meth:`audit_download_failure` (one listed twice is one finding)."""
         self.bodies_audited: set[str] = set()
         """The URLs whose body was audited: a sitemap reached again under another URL (one that
         redirects to it) is one document, audited once (its redirect is still a finding)."""
@@ -215,7 +217,10 @@ class SiteAudit:
         an HTTP error is only a probe that found nothing, not a finding)."""
         if status >= 400:
             if not known_path:  # a well-known path that is not there is no fault of the site
-                yield self.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}")
+                if final_url != url:
+                    yield self.finding(rules.HTTP_ERROR, url, final_url, f"HTTP {status} at {final_url} (redirected)")
+                else:
+                    yield self.finding(rules.HTTP_ERROR, url, None, f"HTTP {status}")
             return
         if final_url != url:
             yield self.finding(rules.REDIRECTED, url, final_url, f"redirects to {final_url}")
@@ -263,6 +268,14 @@ class SiteAudit:
         robots = self._robots.get(url_host_and_port(url))
         if robots is not None and robots.disallows(url):
             yield self.finding(rules.SITEMAP_DISALLOWED, url, None, f"disallowed for {robots.user_agent!r}")
+
+    def audit_download_failure(self, url: str, reason: str) -> Iterator[Finding]:
+        """``download-failed``: a sitemap (or the site, its robots.txt unreachable) that
+        brought no answer to read; once per URL."""
+        if url in self.downloads_failed:
+            return
+        self.downloads_failed.add(url)
+        yield self.finding(rules.DOWNLOAD_FAILED, url, None, reason)
 
     def audit_undecodable(self, url: str, content_encoding: str) -> Iterator[Finding]:
         """``gzip-mislabelled``: Content-Encoding: gzip on a body that is not gzip (an HTTP client

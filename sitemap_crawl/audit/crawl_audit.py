@@ -130,11 +130,19 @@ class CrawlAudit:
         """A sitemap the crawl did not fetch because robots.txt disallows it (ROBOTSTXT_OBEY)."""
         return self._write_all(self._site_audit(site).audit_forbidden(url))
 
+    def download_failed(self, site: str, url: str, reason: str) -> Counter[str]:
+        """A sitemap of the tree (or the site) whose download brought no answer to read."""
+        return self._write_all(self._site_audit(site).audit_download_failure(url, reason))
+
     def add_tree(self, site: str, root: Any) -> Counter[str]:
-        """A site's finished sitemap tree, for the report."""
+        """A site's finished sitemap tree, for the report. The site is forgotten first: the
+        tree comes on its ``site_finished`` signal, which may reach this extension after the
+        tree's, and the findings known at a site's end must be counted on the tree's nodes
+        (not on the website node, once the tree is folded)."""
+        counts = self.forget(site)
         if self.report is not None:
             self.report.add_tree(site, root)
-        return Counter()
+        return counts
 
     def forget(self, site: str) -> Counter[str]:
         """A site is finished: the findings known at its end are written, its facts go to the

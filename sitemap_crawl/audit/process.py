@@ -37,7 +37,7 @@ CALL = "call"
 FINISH = "finish"
 DONE = "done"
 
-CALLS = frozenset({"forget", "undecodable", "add_tree", "forbidden"})
+CALLS = frozenset({"forget", "undecodable", "add_tree", "forbidden", "download_failed"})
 """The CrawlAudit methods a CALL job may name."""
 
 

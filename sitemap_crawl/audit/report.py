@@ -22,6 +22,7 @@ from sitemap_crawl.audit.report_tree import (
     NODES_PER_SITE_BEYOND,
     REPORT_NODES,
     NodeSummary,
+    feed_pages,
     html_text,
     render_tree,
     summarize_tree,
@@ -66,6 +67,8 @@ class SiteSummary:
     redirects: dict[str, str] = field(default_factory=dict)
     """Final URL -> requested URL of redirected sitemaps (the tree has the requested one)."""
     tree: NodeSummary | None = None
+    feed_pages: int = 0
+    """Pages of the site's RSS and Atom feeds (not in ``months``: the audit reads no feed item)."""
     nodes: dict[str, NodeSummary] = field(default_factory=dict)
     """The shown tree nodes by URL."""
 
@@ -133,6 +136,7 @@ class Report:
             findings.setdefault(summary.redirects.get(url, url), Counter()).update(by_rule)
         budget = NODES_PER_SITE if self.nodes_shown < REPORT_NODES else NODES_PER_SITE_BEYOND
         summary.tree, summary.nodes = summarize_tree(root, findings, budget)
+        summary.feed_pages = feed_pages(root)
         self.nodes_shown += len(summary.nodes)
         summary.pending.clear()
         summary.sitemap_pages.clear()
@@ -212,10 +216,16 @@ def _site_section(summary: SiteSummary) -> str:
             for url, count in summary.sitemap_pages.items()
         ]
         parts.append("</table>")
-    if not summary.months:
+    if not summary.months and not summary.feed_pages:
         parts.append("</section>")
         return "".join(parts)
-    parts.append("<h3>Pages by lastmod month</h3><table class='months'>")
+    parts.append("<h3>Pages by lastmod month</h3>")
+    if summary.feed_pages:
+        parts.append(
+            f"<p class='note'>{summary.feed_pages:,} page(s) of RSS and Atom feeds are not counted here: "
+            "the audit reads the urlsets' lastmod only.</p>"
+        )
+    parts.append("<table class='months'>")
     top = max(summary.months.values(), default=1)
     for month in sorted(summary.months):
         count = summary.months[month]

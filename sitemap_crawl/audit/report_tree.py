@@ -16,13 +16,25 @@ from dataclasses import dataclass, field
 from html import escape
 
 from sitemap_crawl.audit.rules import RULES_BY_ID, SEVERITIES, Severity
+from sitemap_crawl.kinds import NodeKind
 from sitemap_crawl.tree import TreeNode
 
+_BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _UNPRINTABLE = {
     code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-    for code in (*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0), *range(0xD800, 0xE000))
+    for code in (
+        *range(0x09),
+        0x0B,
+        0x0C,
+        *range(0x0E, 0x20),
+        *range(0x7F, 0xA0),
+        *range(0xD800, 0xE000),
+        *_BIDI_CONTROLS,
+    )
 }
-"""Control characters (HTML forbids them in text) and lone surrogates (no UTF-8 for them)."""
+"""Control characters (HTML forbids them in text), lone surrogates (no UTF-8 for them) and
+the bidirectional controls (a right-to-left override in a URL would show the rest of its
+line reversed: ``/files/\u202egnp.exe`` read as ending in ``exe.png``)."""
 
 
 def html_text(value: str) -> str:
@@ -133,6 +145,21 @@ def tree_urls(root: TreeNode) -> set[str]:
         urls.add(node.url)
         stack.extend(node.children.values())
     return urls
+
+
+def feed_pages(root: TreeNode) -> int:
+    """The pages of a tree's RSS and Atom nodes (the audit reads no lastmod of theirs)."""
+    pages = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.kind in _FEED_KINDS:
+            pages += node.page_count
+        stack.extend(node.children.values())
+    return pages
+
+
+_FEED_KINDS = frozenset((NodeKind.RSS.value, NodeKind.ATOM.value))
 
 
 def _own_findings(node: TreeNode, findings: Mapping[str, Counter[str]], matched: set[str]) -> Counter[str] | None:

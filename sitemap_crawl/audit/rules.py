@@ -151,6 +151,13 @@ FOUND_AT_KNOWN_PATH = Rule(
     "known-path-only", N, "discovery", "A sitemap found at a well-known path, not declared in robots.txt.", G
 )
 HTTP_ERROR = Rule("http-error", E, "discovery", "A sitemap or robots.txt URL answers an HTTP error.", G)
+DOWNLOAD_FAILED = Rule(
+    "download-failed",
+    E,
+    "discovery",
+    "A sitemap URL, or a site's robots.txt, could not be downloaded (DNS, connection, timeout, redirect limit).",
+    G,
+)
 REDIRECTED = Rule("redirected", W, "discovery", "A sitemap URL redirects (list the final URL).", G)
 SERVED_AS_HTML = Rule("served-as-html", W, "discovery", "A sitemap served with Content-Type text/html.", G)
 GZIP_MISLABELLED = Rule(
@@ -198,6 +205,7 @@ RULES: tuple[Rule, ...] = (
     PAGE_DISALLOWED,
     FOUND_AT_KNOWN_PATH,
     HTTP_ERROR,
+    DOWNLOAD_FAILED,
     REDIRECTED,
     SERVED_AS_HTML,
     GZIP_MISLABELLED,

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
@@ -34,7 +36,7 @@ from sitemap_crawl.audit.process import AUDIT_MODULE, CALL, DONE, FINISH, OPEN, 
 from sitemap_crawl.discovery.rules import KNOWN
 from sitemap_crawl.discovery.site import Visit
 from sitemap_crawl.items import NodeReport
-from sitemap_crawl.kinds import ErrorReason
+from sitemap_crawl.kinds import ErrorReason, NodeKind, is_download_failure
 from sitemap_crawl.names import AUDIT_ENCODING_META_KEY, AUDIT_PAUSED_STAT, AUDIT_STAT, META_KEY
 from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.parsing.worker_protocol import encode_frame, read_frame
@@ -67,6 +69,8 @@ class SitemapAuditExtension:
         self._broken = False
         self._reads_nothing = False
         """The spider is not the ``sitemaps`` spider: no response comes, no process is started."""
+        self._started = time.time()
+        """When the spider opened (what the outputs' paths hold from before is an earlier run's)."""
         self._finished: asyncio.Future[None] | None = None
         """Set at spider close; done once every job, FINISH the last, is answered or let go."""
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
@@ -140,10 +144,17 @@ class SitemapAuditExtension:
         self.backlog.add((RESPONSE, facts, body), len(body))
 
     def _node(self, node: NodeReport, site: str | None = None, **_kwargs: Any) -> None:
-        """A sitemap ROBOTSTXT_OBEY kept the crawl from fetching: no response to audit, but a
-        ``sitemap-disallowed`` all the same."""
-        if node.error == ErrorReason.FORBIDDEN_BY_ROBOTS_TXT and node.finished:
+        """A node with no response to audit: a sitemap ROBOTSTXT_OBEY kept the crawl from
+        fetching (``sitemap-disallowed`` all the same), one whose download failed, or an
+        unreachable site (``download-failed``: known paths that fail are not in the tree)."""
+        if not node.finished or node.error is None:
+            return
+        if node.error == ErrorReason.FORBIDDEN_BY_ROBOTS_TXT:
             self.call("forbidden", site or "", node.url)
+        elif is_download_failure(node.error) or (
+            node.kind == NodeKind.WEBSITE and node.error.startswith(ErrorReason.UNREACHABLE)
+        ):
+            self.call("download_failed", site or "", node.url, node.error)
 
     def _site_finished(self, site: str, **_kwargs: Any) -> None:
         self.call("forget", site)
@@ -198,6 +209,31 @@ class SitemapAuditExtension:
             if slot is not None:
                 slot.nextcall.schedule()
 
+    @property
+    def _appends(self) -> bool:
+        """Whether the findings file is appended to: a queue worker keeps its findings across runs."""
+        return getattr(self.crawler.spider, "queue", None) is not None
+
+    def _drop_stale_outputs(self) -> list[str]:
+        """The findings file and report an earlier run left, which an audit process that ended
+        early did not write over: an empty findings file, no report (a queue worker's findings
+        file is its own across runs: kept). The paths dropped."""
+        dropped = []
+        for path, keep in ((self.path, self._appends), (self.report_path, False)):
+            if not path or keep:
+                continue
+            try:
+                if os.stat(path).st_mtime >= self._started:
+                    continue
+                if path == self.path:
+                    open(path, "w").close()  # (emptied)
+                else:
+                    os.unlink(path)
+            except OSError:
+                continue
+            dropped.append(path)
+        return dropped
+
     def _ended(self, why: str) -> None:
         """The process's answers ended: as they should once FINISH is answered, else it is gone."""
         if not (self._finished is not None and self.backlog.idle):
@@ -228,11 +264,13 @@ class SitemapAuditExtension:
         total = sum(self.counts.values())
         summary = ", ".join(f"{rule} {count}" for rule, count in self.counts.most_common())
         if self._broken:  # the process ended early: what it wrote is all there is, and no report
+            stale = self._drop_stale_outputs()
             logger.error(
-                "Sitemap audit incomplete: %d finding(s) counted%s%s",
+                "Sitemap audit incomplete: %d finding(s) counted%s%s%s",
                 total,
                 f", those written are in {self.path}" if self.path else "",
                 f"; {self.report_path} was not written" if self.report_path else "",
+                f" (what an earlier run left at {' and '.join(stale)} was removed)" if stale else "",
             )
             return
         where = " and ".join(path for path in (self.path, self.report_path) if path)
@@ -271,8 +309,9 @@ class SitemapAuditExtension:
             self._reader = threading.Thread(target=self._read_answers, name="sitemap-audit-answers", daemon=True)
             self._reader.start()
             assert self._process.stdin is not None
-            append = getattr(self.crawler.spider, "queue", None) is not None  # a queue worker keeps its findings
-            self._process.stdin.write(encode_frame((OPEN, self.path, self.report_path, self.user_agent, append)))
+            self._process.stdin.write(
+                encode_frame((OPEN, self.path, self.report_path, self.user_agent, self._appends))
+            )
         assert self._process.stdin is not None
         return self._process.stdin
 
