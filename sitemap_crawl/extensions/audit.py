@@ -309,9 +309,7 @@ class SitemapAuditExtension:
             self._reader = threading.Thread(target=self._read_answers, name="sitemap-audit-answers", daemon=True)
             self._reader.start()
             assert self._process.stdin is not None
-            self._process.stdin.write(
-                encode_frame((OPEN, self.path, self.report_path, self.user_agent, self._appends))
-            )
+            self._process.stdin.write(encode_frame((OPEN, self.path, self.report_path, self.user_agent, self._appends)))
         assert self._process.stdin is not None
         return self._process.stdin
 
