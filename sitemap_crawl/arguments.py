@@ -61,6 +61,8 @@ def parse_homepage(value: object, normalize: bool) -> str:
     and password are dropped either way (Scrapy's downloader fails on a URL that has them)."""
     text = str(value).strip()
     parts = urlsplit(text) if usable_url(text) else None  # an unbalanced [ or a bad port: none
+    if parts is None:
+        raise SpiderArgumentError(f"homepage={text!r} is not a usable URL: {unusable_because(text)}")
     if (
         parts is None
         or parts.scheme.lower() not in ("http", "https")
@@ -77,6 +79,16 @@ def parse_homepage(value: object, normalize: bool) -> str:
         path += "/"
     host_and_port = parts.netloc.rpartition("@")[2].lower()  # (no user or password: Scrapy fails on them)
     return f"{scheme}://{host_and_port.replace(parts.hostname, host, 1)}{path}"
+
+
+def unusable_because(url: str) -> str:
+    """Why a URL that :func:`usable_url` refuses is no URL to request, as urlsplit says it
+    (``Port out of range 0-65535``, ``Invalid IPv6 URL``...)."""
+    try:
+        urlsplit(url).port  # noqa: B018 (reading it is the check)
+    except ValueError as exc:
+        return str(exc)
+    return "it does not split into a scheme, a host and a port"
 
 
 _NOT_IN_A_HOST = re.compile(r"[\s%<>\"{}|\\^`/?#@]")
@@ -115,8 +127,10 @@ def parse_sitemap_urls(value: object) -> list[str]:
     urls = []
     for url in parse_list(value):
         parts = urlsplit(url) if usable_url(url) else None
-        scheme = parts.scheme.lower() if parts is not None else ""
-        if parts is None or scheme not in ("http", "https", "file"):
+        if parts is None:
+            raise SpiderArgumentError(f"sitemap_urls: {url!r} is not a usable URL: {unusable_because(url)}")
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https", "file"):
             raise SpiderArgumentError(f"sitemap_urls: {url!r} is not an http, https or file URL")
         if scheme == "file" and not parts.path.startswith("/"):
             raise SpiderArgumentError(

@@ -79,6 +79,7 @@ CHECKED_PROPERTIES = (
     "loader_max_in_flight",
     "queue_claim_after",
     "queue_max_attempts",
+    "shard",
     "gc_tuning",
 )
 """The properties :meth:`SettingsReader.check` reads: each raises SettingError for a value out of range."""
@@ -290,7 +291,15 @@ class SettingsReader:
     def shard(self) -> Shard | None:
         """The share of a helper crawl process (None in the main process)."""
         value = self._get("SITEMAP_CRAWL_SHARD")
-        return None if value is None else Shard.parse(str(value))
+        if value is None:
+            return None
+        try:
+            return Shard.parse(str(value))
+        except ValueError:
+            raise SettingError(
+                "SITEMAP_CRAWL_SHARD must be index/count, 0 <= index < count (the crawl sets it for its "
+                f"helper processes), not {value!r}"
+            ) from None
 
     @property
     def known_paths_mode(self) -> str:
@@ -385,7 +394,12 @@ class SettingsReader:
         if self._get(name) is not None:
             return self._seconds(name, positive=False)
         value = self._settings.get("LOGSTATS_INTERVAL")
-        return float(default_settings.LOADER_LOG_INTERVAL if value is None else value)
+        if value is None:
+            return float(default_settings.LOADER_LOG_INTERVAL)
+        number = _finite_number(value)
+        if number is None or number < 0:
+            raise SettingError(f"LOGSTATS_INTERVAL must be a number of seconds, 0 or more, not {value!r}")
+        return number
 
     @property
     def depth_limit(self) -> int:
@@ -399,8 +413,11 @@ class SettingsReader:
         name = "SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT"
         if self._get(name) is not None:
             return self._whole(name, 1)
-        concurrent = int(self._settings.get("CONCURRENT_REQUESTS") or 0)
-        return max(default_settings.LOADER_MIN_IN_FLIGHT, 2 * concurrent)
+        value = self._settings.get("CONCURRENT_REQUESTS") or 0
+        number = _finite_number(value)
+        if number is None or not number.is_integer() or number < 0:
+            raise SettingError(f"CONCURRENT_REQUESTS must be a whole number, 0 or more, not {value!r}")
+        return max(default_settings.LOADER_MIN_IN_FLIGHT, 2 * int(number))
 
     @property
     def queue_claim_after(self) -> float:

@@ -4,6 +4,7 @@ follow / deny, boolean spellings, and bad arguments (one clear error line, no tr
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,24 @@ def test_a_host_no_name_can_hold_is_a_bad_homepage(homepage: str) -> None:
 def test_a_host_beyond_ascii_is_reduced_to_its_idna_form(homepage: str, normalize: bool, expected: str) -> None:
     # the website node and every row's website stayed in Unicode while the requests were punycode
     assert parse_homepage(homepage, normalize) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://127.0.0.1:99999/", "Port out of range 0-65535"),
+        ("http://127.0.0.1:-1/", "Port could not be cast to integer value as '-1'"),
+        ("http://[::1/", "Invalid IPv6 URL"),
+    ],
+)
+def test_a_bad_port_or_bracket_is_said_as_such(url: str, why: str) -> None:
+    # it was "is not an http(s) URL": the scheme was fine
+    with pytest.raises(SpiderArgumentError, match=re.escape(f"homepage={url!r} is not a usable URL: {why}")):
+        parse_homepage(url, normalize=True)
+    with pytest.raises(
+        SpiderArgumentError, match=re.escape(f"sitemap_urls: {url + 's.xml'!r} is not a usable URL: {why}")
+    ):
+        parse_sitemap_urls(url + "s.xml")
 
 
 def test_a_host_that_is_not_a_valid_idn_is_a_bad_homepage() -> None:

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sitemap_crawl.queue.collect import attempt_order, collect, expand, tree_row_count
 from tests.support.crawl import REPO_ROOT
 
@@ -163,3 +165,46 @@ def test_a_history_runs_tree_counts_its_changes_not_its_pages(tmp_path: Path) ->
     assert (report.sites, report.pages, report.short_sites) == (2, 2, {})
     write(tmp_path / "pages.jsonl", rows(B, 1, "b/1"))
     assert collect([tmp_path / "trees.jsonl"], [tmp_path / "pages.jsonl"], io.BytesIO()).short_sites == {B: (1, 2)}
+
+
+def _collect_command(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "scrapy", "sitemaps-collect", "--trees", str(tmp_path / "trees-*.jsonl")]
+    command += ["--pages", str(tmp_path / "pages-*.jsonl"), *extra]
+    return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)  # (a stray "-" lands here)
+
+
+@pytest.mark.parametrize(
+    ("outputs", "said"),
+    [
+        (["-O", "{tmp}/pages-2.jsonl"], "-O {tmp}/pages-2.jsonl is one of the files read"),
+        (["-O", "{tmp}/all.jsonl", "--trees-out", "{tmp}/trees-1.jsonl"], "--trees-out {tmp}/trees-1.jsonl is one of"),
+        (["-O", "{tmp}/all.jsonl", "--trees-out", "{tmp}/./all.jsonl"], "-O and --trees-out name the same file"),
+        (["-O", "-", "--trees-out", "-"], "-O and --trees-out cannot both be standard output"),
+        (
+            ["-O", "{tmp}/trees-1.jsonl/all.jsonl"],
+            "-O {tmp}/trees-1.jsonl/all.jsonl cannot be written: Not a directory",
+        ),
+        (["-O", "{tmp}/no/such/all.jsonl"], "cannot be written: No such file or directory"),
+    ],
+)
+def test_outputs_that_would_destroy_an_input_or_each_other_are_refused(
+    tmp_path: Path, outputs: list[str], said: str
+) -> None:
+    # -O or --trees-out naming a file read (a worker's only copy of its pages) emptied it
+    # before it was read; two outputs on one file mixed their lines (exit 0); a folder that
+    # cannot be written gave a traceback
+    scenario(tmp_path)
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    result = _collect_command(tmp_path, *(value.format(tmp=tmp_path) for value in outputs))
+    assert result.returncode == 2, result.stderr
+    assert said.format(tmp=tmp_path) in result.stderr
+    assert "Traceback" not in result.stderr
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
+
+
+def test_trees_out_may_be_standard_output(tmp_path: Path) -> None:
+    scenario(tmp_path)
+    result = _collect_command(tmp_path, "-O", str(tmp_path / "all.jsonl"), "--trees-out", "-")
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line)["attempt"] for line in result.stdout.splitlines()] == ["a/3", "c/2", "b/2"]
+    assert not (tmp_path / "-").exists()  # (it was a file named "-")

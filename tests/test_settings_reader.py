@@ -25,6 +25,15 @@ from sitemap_crawl.settings_reader import SettingError, SettingsReader
         ("DOWNLOAD_MAXSIZE", "1.0", "a whole number of bytes, 0 or more (0: no cap)"),
         ("DOWNLOAD_MAXSIZE", "", "a whole number of bytes, 0 or more (0: no cap)"),
         ("DOWNLOAD_MAXSIZE", "-1", "a whole number of bytes, 0 or more (0: no cap)"),
+        ("CONCURRENT_REQUESTS", "abc", "a whole number, 0 or more"),  # (Scrapy's, read with them: a traceback)
+        ("CONCURRENT_REQUESTS", "-3", "a whole number, 0 or more"),
+        ("LOGSTATS_INTERVAL", "abc", "a number of seconds, 0 or more"),
+        (
+            "SITEMAP_CRAWL_SHARD",
+            "3/2",
+            "index/count, 0 <= index < count (the crawl sets it for its helper processes)",
+        ),  # (tracebacks, exit 0)
+        ("SITEMAP_CRAWL_SHARD", "x", "index/count, 0 <= index < count (the crawl sets it for its helper processes)"),
         ("SITEMAP_CRAWL_MAX_DEPTH", "ten", "a whole number from 0 to 100"),
         ("SITEMAP_CRAWL_MAX_DEPTH", "-1", "a whole number from 0 to 100"),
         ("SITEMAP_CRAWL_MAX_DEPTH", "2.5", "a whole number from 0 to 100"),

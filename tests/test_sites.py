@@ -32,8 +32,8 @@ def test_homepages_are_normalised_deduplicated_and_bad_lines_reported(caplog: py
     assert errors == [
         "sites.txt line 4: 'ftp://files.example/' is not an http(s) URL; skipped",
         "sites.txt line 7: 'not a url' is not an http(s) URL; skipped",
-        "sites.txt line 8: 'https://[shop.example/' is not an http(s) URL; skipped",
-        "sites.txt line 9: 'https://shop.example:99999/' is not an http(s) URL; skipped",
+        "sites.txt line 8: 'https://[shop.example/' is not a usable URL: Invalid IPv6 URL; skipped",
+        "sites.txt line 9: 'https://shop.example:99999/' is not a usable URL: Port out of range 0-65535; skipped",
     ]
 
 

@@ -82,11 +82,12 @@ class HomepageList:
                 continue
             try:
                 homepage = parse_homepage(text, self.normalize)
-            except SpiderArgumentError:
+            except SpiderArgumentError as exc:
                 self.skipped += 1
                 if self.shard.index:
                     continue
-                logger.error("%s line %d: %r is not an http(s) URL; skipped", self.source, number, text[:200])
+                why = str(exc).removeprefix(f"homepage={text!r} ")
+                logger.error("%s line %d: %r %s; skipped", self.source, number, text[:200], why.split(" (example")[0])
                 continue
             self.usable += 1
             if not self.shard.holds(host_of(homepage)):

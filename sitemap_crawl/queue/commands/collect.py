@@ -8,10 +8,12 @@ import argparse
 import sys
 from contextlib import ExitStack
 from pathlib import Path
+from typing import IO
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from sitemap_crawl.output_paths import shared_file
 from sitemap_crawl.queue.collect import collect, expand
 
 
@@ -31,7 +33,9 @@ class Command(ScrapyCommand):
         parser.add_argument("--trees", action="append", default=[], metavar="PATTERN", help="tree files (.jsonl)")
         parser.add_argument("--pages", action="append", default=[], metavar="PATTERN", help="page feeds (.jsonl)")
         parser.add_argument("-O", "--output", metavar="FILE", help="where the pages go (JSON lines; - : stdout)")
-        parser.add_argument("--trees-out", metavar="FILE", help="also write the tree line of each site kept")
+        parser.add_argument(
+            "--trees-out", metavar="FILE", help="also write the tree line of each site kept (- : stdout)"
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args or not opts.trees or not opts.pages or not opts.output:
@@ -40,9 +44,11 @@ class Command(ScrapyCommand):
         for path in [*trees, *pages]:
             if not path.is_file():
                 raise UsageError(f"{path} is not a file")
+        outputs = [("-O", opts.output), ("--trees-out", opts.trees_out)]
+        _check_outputs(outputs, [*trees, *pages])
         with ExitStack() as stack:
-            out = sys.stdout.buffer if opts.output == "-" else stack.enter_context(Path(opts.output).open("wb"))
-            trees_out = stack.enter_context(Path(opts.trees_out).open("wb")) if opts.trees_out else None
+            out, trees_out = (_open_output(stack, option, path) for option, path in outputs)
+            assert out is not None
             report = collect(trees, pages, out, trees_out)
         print(
             f"{report.sites} sites, {report.pages} pages kept; {report.left_out} rows of incomplete or "
@@ -61,3 +67,31 @@ class Command(ScrapyCommand):
             )
         if report.short_sites or report.long_sites:
             self.exitcode = 1
+
+
+def _check_outputs(outputs: list[tuple[str, str | None]], inputs: list[Path]) -> None:
+    """The outputs may name no input (opened for writing, it would be emptied before it is
+    read) and not the same file (or both standard output)."""
+    given = [(option, path) for option, path in outputs if path]
+    if sum(path == "-" for _option, path in given) > 1:
+        raise UsageError("-O and --trees-out cannot both be standard output (-)")
+    clash = shared_file([(option, path) for option, path in given if path != "-"])
+    if clash is not None:
+        raise UsageError(clash)
+    read = {path.resolve(): path for path in inputs}
+    for option, path in given:
+        if path != "-" and (source := read.get(Path(path).resolve())) is not None:
+            raise UsageError(f"{option} {path} is one of the files read ({source}): writing it would empty it first")
+
+
+def _open_output(stack: ExitStack, option: str, path: str | None) -> IO[bytes] | None:
+    """An output opened for writing (``-``: standard output); a path that cannot be written
+    is one usage error line."""
+    if not path:
+        return None
+    if path == "-":
+        return sys.stdout.buffer
+    try:
+        return stack.enter_context(Path(path).open("wb"))
+    except OSError as exc:
+        raise UsageError(f"{option} {path} cannot be written: {exc.strerror or exc}") from None
