@@ -39,6 +39,8 @@ def test_a_well_formed_document_passes_byte_for_byte() -> None:
         (b"</x><r><u/></r>", b"<r><u/></r>"),  # an end tag with nothing open
         (b"<r><u>x</b></r>", b"<r><u>x</u></r>"),  # a stray end tag before the root's ends the open element
         (b"<r><u>x</b><!-- c --></u></r>", b"<r><u>x<!-- c --></u></r>"),  # judged by the next end tag
+        (b"<r><u><l>x</l></x><m>y</m></u></r>", b"<r><u><l>x</l><m>y</m></u></r>"),  # between two fields
+        (b"<r><u>x</uu><u>y</u></r>", b"<r><u>x</u><u>y</u></r>"),  # a misspelt end tag before a sibling
         (b"<r><u>x</r><!-- c --><u/>", b"<r><u>x<!-- c --><u/></u></r>"),
     ],
 )
@@ -55,6 +57,16 @@ def test_any_split_of_the_input_gives_the_same_bytes() -> None:
     assert mended(*(document[i : i + 1] for i in range(len(document)))) == (whole, True)
 
 
+def test_a_lone_less_than_before_a_letter_is_no_tag() -> None:
+    # "a<b" in a text: the mending read "<b</t>" as a start tag and added "</b></t>" (the
+    # root was closed a few tags later); libxml2 does not read it as one either. It is the
+    # text's character, as the repair writes a "<" before no letter
+    document = b"<r><u><t>a<b</t></u><u><t>c</t><t>d</</t></u></r>"
+    read = b"<r><u><t>a&#60;b</t></u><u><t>c</t><t>d&#60;/</t></u></r>"
+    assert mended(document) == (read, True)
+    assert mended(document[:11], document[11:]) == (read, True)
+
+
 def test_a_document_not_ended_is_left_open() -> None:
     # what the input leaves open is not closed: the recover pass must still see a cut entry
     assert mended(b"<r><u><l>https://a.test/cu") == (b"<r><u><l>https://a.test/cu", False)
@@ -68,8 +80,8 @@ def test_utf16_passes_as_it_is() -> None:
 
 @pytest.mark.parametrize("before", [b"", b"</r>"])
 def test_a_start_tag_never_ended_ends_the_mending(before: bytes) -> None:
-    # (a quote never closed: the start tag goes on to the end of the input)
-    document = b"<r><u>" + before + b'<u a="' + b"x" * (MAX_TAG_BYTES + 10) + b"><l>x</b></l></u></r>"
+    # (a quote never closed, and no < or > after it: the start tag may go on past any piece)
+    document = b"<r><u>" + before + b'<u a="' + b"x" * (MAX_TAG_BYTES + 10)
     for cut in (100, 1000, len(document) - 5):
         assert mended(document[:cut], document[cut:]) == (document, False)
 

@@ -6,8 +6,9 @@ element's end. A stray end tag in a text (``<loc>https://a.test/p</b></loc>``) s
 entry after it was lost. :class:`TagBalancer` follows the open elements in the repaired
 bytes and mends what libxml2 would misread:
 
-- a stray end tag is dropped when the open element's own end tag follows it, else it ends
-  that element (as libxml2 reads it: ``</urll>`` for ``</url>``);
+- a stray end tag ends the open element when another end tag follows it, or a start tag
+  of the open element's name (as libxml2 reads it: ``</urll>`` for ``</url>``), else it is
+  dropped (``</b></loc>``, or ``</x><lastmod>`` between two fields);
 - an end tag that skips open elements ends them first;
 - the root's end tag, when a tag follows it, is moved to the end of the input, so that
   what follows is still read.
@@ -23,11 +24,13 @@ from collections.abc import Iterator
 from sitemap_crawl.parsing.xml.input import WIDE_STARTS
 
 _TOKEN = re.compile(
-    rb"<(?:/([^\s<>/]+)\s*>|([^\s<>/\"'!?]+)(?:[^>\"']++|\"[^\"]*+\"|'[^']*+')*+>|(!--|!\[CDATA\[|\?|!)|())"
+    rb"<(?:/([^\s<>/]+)\s*>|([^\s<>/\"'!?]+)(?:[^<>\"']++|\"[^\"]*+\"|'[^']*+')*+>|(!--|!\[CDATA\[|\?|!)|())"
 )
 """A piece of markup: an end tag (its name: group 1), a start tag (group 2), the start of a
 comment, CDATA, a processing instruction or another declaration (``<!DOCTYPE``: group 3),
 else a ``<`` that begins none of them as far as the bytes go (group 4)."""
+_MARKUP_END = re.compile(rb"[<>]")
+_START_TAG_BODY = re.compile(rb"<[^\s<>/\"'!?]+(?:[^<>\"']++|\"[^\"]*+\"|'[^']*+')*+")
 _CLOSERS = {b"!--": b"-->", b"![CDATA[": b"]]>", b"?": b"?>", b"!": b">"}
 """Where a piece of markup that is not a tag ends, by how it starts."""
 _CLASSIFY_BYTES = len(b"<![CDATA[")
@@ -67,7 +70,7 @@ class TagBalancer:
                 yield mended
         mended = self._feed(self._held, final=True)
         if not self._off:
-            self._judge_stray(None)
+            self._judge_stray(None, None)
             mended += b"".join(self._out) + self._end_of_input()
         elif self._root_end is not None:
             mended += self._root_end  # (moved, then the mending ended: the rest passed as it is)
@@ -99,8 +102,14 @@ class TagBalancer:
             end_name, start_name, other, unknown = token.groups()
             if unknown is not None:
                 start = token.start()
-                if final or (data[start + 1 : start + 2] == b"/" and data.find(b">", start) >= 0):
-                    position = start + 1  # not a tag as written: libxml2's own business
+                if not _cut_short(data, start):  # not a tag as written (``a<b</t>``, ``t</</t>``):
+                    copied = self._copy(data, copied, start)
+                    self._give(b"&#60;")  # a character of the text, as the repair writes a lone ``<``
+                    self.mended = True
+                    position = copied = start + 1
+                    continue
+                if final:  # (a tag the end of the input cut short: left as it is)
+                    position = start + 1
                     continue
                 break  # (a tag not whole yet: held below)
             if other is not None:
@@ -112,7 +121,7 @@ class TagBalancer:
             if self._stray or self._after_root is not None:
                 copied = self._copy(data, copied, token.start())
                 self._tag_after_root()
-                self._judge_stray(end_name)
+                self._judge_stray(end_name, start_name)
             if start_name is not None:
                 if data[token.end() - 2] != 0x2F:  # (not ``/>``)
                     stack.append(start_name)
@@ -153,10 +162,17 @@ class TagBalancer:
         """The bytes from ``start`` to ``end`` given (after the root's end tag: held with what
         follows it); where the copy is."""
         if end > start:
-            (self._out if self._after_root is None else self._after_root).append(data[start:end])
-            if self._after_root is not None and sum(map(len, self._after_root)) > MAX_AFTER_ROOT:
-                self._tag_after_root()
+            self._give(data[start:end])
         return end
+
+    def _give(self, piece: bytes) -> None:
+        """``piece`` given (after the root's end tag: held with what follows it)."""
+        if self._after_root is None:
+            self._out.append(piece)
+            return
+        self._after_root.append(piece)
+        if sum(map(len, self._after_root)) > MAX_AFTER_ROOT:
+            self._tag_after_root()
 
     def _tag_after_root(self) -> None:
         """Something after the root's end tag is read as inside the root: its end tag goes last."""
@@ -186,14 +202,19 @@ class TagBalancer:
             self._stray = True
             self.mended = True
 
-    def _judge_stray(self, next_end: bytes | None) -> None:
-        """A stray end tag held back, judged by the end tag that follows it (``next_end``;
-        None for other markup): dropped when that ends the open element, else it ends it."""
+    def _judge_stray(self, next_end: bytes | None, next_start: bytes | None) -> None:
+        """A stray end tag held back, judged by the tag that follows it: it ends the open
+        element when that is another end tag (``</urll></urlset>``) or a start tag of the
+        open element's name (``</urll><url>``: siblings); else it is dropped
+        (``...</b></loc>``, ``</loc></x><lastmod>``)."""
         if not self._stray:
             return
         self._stray = False
         stack = self._open
-        if len(stack) >= 2 and next_end != stack[-1]:
+        if len(stack) < 2:
+            return
+        top = stack[-1]
+        if (next_end is not None and next_end != top) or next_start == top:
             self._out.append(b"</%s>" % stack.pop())
 
     def _end_of_input(self) -> bytes:
@@ -206,3 +227,17 @@ class TagBalancer:
             self.mended = True
         after = self._after_root or []
         return b"".join([*closing, self._root_end, *after])
+
+
+def _cut_short(data: bytes, start: int) -> bool:
+    """Whether the ``<`` at ``start``, which begins no whole piece of markup, may begin a tag
+    that the end of ``data`` cut short (else it is none: ``a<b</t>``, ``< ``)."""
+    if len(data) - start < _CLASSIFY_BYTES:
+        return True
+    if data.startswith(b"</", start):
+        return _MARKUP_END.search(data, start + 2) is None
+    body = _START_TAG_BODY.match(data, start)
+    if body is None:
+        return False
+    end = body.end()
+    return end == len(data) or data[end : end + 1] in (b'"', b"'")  # (a quote that runs to the end)

@@ -198,12 +198,17 @@ def _entry_batches(
         trusted = True  # what the parser built says where the error is
         if other is not None:  # lxml names the first error: say the one that matters
             message, position = describe_error(other), (other.line, other.column)
-        elif error_kept_back(message, position):
+        elif error_kept_back(message, position) or is_namespace_error(strict):
             # libxml2 kept its error to itself (``&nbsp;``): a parser that builds nothing says it
+            # (after such an error it may also say a prefix the root declares is not declared)
             found = checked_error(make_chunks())
             if found is not None:
                 trusted = str(found) == message
                 message, position = str(found), found.position
+            if not trusted:  # what it built past the real error may be out of order (a later
+                # entry given before the ones at the error, its line numbers wrong too): recover
+                # mode gives every entry again (those given are repeats the per-sitemap dedup drops)
+                produced = 0
         # entries completed before the error (in the same feed) are still good, unless the
         # error was not the one the parser said: what it built then may end an entry at the
         # error (recover mode reads them again)
@@ -218,7 +223,7 @@ def _entry_batches(
             raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
         if message.startswith(EXTRA_CONTENT) and trusted:
             raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc  # junk after the root: every entry was read
-        namespace_error = is_namespace_error(strict)
+        namespace_error = trusted and is_namespace_error(strict)  # (not: another error was the real one)
         if (
             closing
             and not namespace_error

@@ -158,10 +158,10 @@ _LOW_SURROGATES = range(0xDC00, 0xE000)
 _CHARACTER_REFERENCES = {b"amp": b"&#38;", b"lt": b"&#60;", b"gt": b"&#62;", b"quot": b"&#34;", b"apos": b"&#39;"}
 
 
-_CDATA_START = b"<![CDATA["
-
-
-_CDATA_END = b"]]>"
+_VERBATIM_START = re.compile(rb"<!\[CDATA\[|<!--")
+"""Where a section the repair leaves as it is begins: CDATA, or a comment (whose text may
+mention ``<![CDATA[`` without beginning one)."""
+_VERBATIM_END = {b"<![CDATA[": b"]]>", b"<!--": b"-->"}
 
 
 _REPAIR_LOOKAHEAD = 32
@@ -250,7 +250,7 @@ def _repair_markup(chunks: Iterator[bytes]) -> Iterator[bytes]:
     while character references survive. Only ASCII-compatible encodings are
     touched; a UTF-16/32 document passes unchanged.
     """
-    in_cdata = False
+    closer: bytes | None = None  # inside CDATA or a comment: what ends it
     pending = b""
     first = True
     try:
@@ -266,15 +266,15 @@ def _repair_markup(chunks: Iterator[bytes]) -> Iterator[bytes]:
             if limit <= 0:
                 pending = data
                 continue
-            repaired, in_cdata, consumed = _escape_markup(data, limit, in_cdata)
+            repaired, closer, consumed = _escape_markup(data, limit, closer)
             pending = data[consumed:]
             yield repaired
     except StreamError:
         if pending:  # the body broke off: the bytes held back were still read
-            yield _escape_markup(pending, len(pending), in_cdata)[0]
+            yield _escape_markup(pending, len(pending), closer)[0]
         raise
     if pending:
-        yield _escape_markup(pending, len(pending), in_cdata)[0]
+        yield _escape_markup(pending, len(pending), closer)[0]
 
 
 def _reference_value(match: re.Match[bytes]) -> int:
@@ -299,22 +299,24 @@ def _surrogate_pair(data: bytes, match: re.Match[bytes]) -> tuple[bytes, int]:
     return b"&#xFFFD;", match.end()
 
 
-def _escape_markup(data: bytes, limit: int, in_cdata: bool) -> tuple[bytes, bool, int]:
+def _escape_markup(data: bytes, limit: int, closer: bytes | None) -> tuple[bytes, bytes | None, int]:
     """``data`` repaired from its start to at least ``limit`` (the bytes after it serve
-    as lookahead), whether that ends inside a CDATA section, and how far it went."""
+    as lookahead), what ends the CDATA section or comment it ends inside (None: neither),
+    and how far it went."""
     pieces: list[bytes] = []
     position = 0
     while position < limit:
-        if in_cdata:
-            end = data.find(_CDATA_END, position)
+        if closer is not None:
+            end = data.find(closer, position)
             if end < 0 or end >= limit:
                 pieces.append(data[position:limit])
                 position = limit
                 break
-            pieces.append(data[position : end + len(_CDATA_END)])
-            position, in_cdata = end + len(_CDATA_END), False
+            pieces.append(data[position : end + len(closer)])
+            position, closer = end + len(closer), None
             continue
-        start = data.find(_CDATA_START, position)
+        verbatim = _VERBATIM_START.search(data, position, limit + _REPAIR_LOOKAHEAD)
+        start = verbatim.start() if verbatim is not None else -1
         stop = limit if start < 0 or start >= limit else start
         last = position
         for match in _MARKUP_FIX.finditer(data, position, min(len(data), stop + _REPAIR_LOOKAHEAD)):
@@ -334,7 +336,7 @@ def _escape_markup(data: bytes, limit: int, in_cdata: bool) -> tuple[bytes, bool
                 pieces.append(b"&#38;" if data[match.start()] == 0x26 else b"&#60;")
         pieces.append(data[last:stop])
         position = max(stop, last)  # a reference that began before ``stop`` may end after it
-        if stop == start:
-            pieces.append(_CDATA_START)
-            position, in_cdata = start + len(_CDATA_START), True
-    return b"".join(pieces), in_cdata, position
+        if stop == start and verbatim is not None:
+            pieces.append(verbatim.group(0))
+            position, closer = verbatim.end(), _VERBATIM_END[verbatim.group(0)]
+    return b"".join(pieces), closer, position
