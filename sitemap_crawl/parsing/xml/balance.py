@@ -1,4 +1,5 @@
-"""End tags that match no open element, mended before the recover parser reads them.
+"""End tags that match no open element (and a ``<`` that begins no tag), mended before the
+recover parser reads them.
 
 libxml2's recover mode reads an end tag that does not match the open element as that
 element's end. A stray end tag in a text (``<loc>https://a.test/p</b></loc>``) so closes the
@@ -11,7 +12,9 @@ bytes and mends what libxml2 would misread:
   dropped (``</b></loc>``, or ``</x><lastmod>`` between two fields);
 - an end tag that skips open elements ends them first;
 - the root's end tag, when a tag follows it, is moved to the end of the input, so that
-  what follows is still read.
+  what follows is still read;
+- a ``<`` that begins no tag (``a<b</title>``, ``t</</lastmod>``: libxml2 does not read a
+  start or end tag there either) is written ``&#60;``, a character of the text.
 
 Everything else passes byte for byte; so does a document that needs none of it.
 """
@@ -56,7 +59,7 @@ class TagBalancer:
         self._after_root: list[bytes] | None = None  # what came after it, while no tag has
         self._off = False  # a tag too long, or a wide encoding: the rest passes as it is
         self.mended = False
-        """Whether any end tag was dropped, added or moved."""
+        """Whether any end tag was dropped, added or moved, or a ``<`` written as text."""
 
     def mend(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
         """The chunks, their end tags mended (the last bytes of markup not yet whole are held)."""
