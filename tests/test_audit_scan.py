@@ -440,3 +440,14 @@ def test_a_sound_wide_gzip_document_past_the_scan_limit_is_too_large_alone(
     body = gzip.compress(text.replace('encoding="UTF-8"', f'encoding="{encoding.upper()}"').encode(encoding))
     found = [finding.rule for finding in SiteAudit(None, now=NOW).audit_sitemap(body, "https://example.com/s.xml.gz")]
     assert "invalid-document" not in found and "too-large" in found, found
+
+
+def test_an_extension_loc_in_the_url_itself_is_not_audited_as_its_loc() -> None:
+    # as the crawl reads it: the page is its <loc>, whatever <image:loc> sits beside it
+    body = (
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">'
+        "<url><loc>https://example.com/page</loc><image:loc>https://cdn.example.net/i b.jpg#x</image:loc>"
+        "<image:lastmod>yesterday</image:lastmod></url></urlset>"
+    ).encode()
+    assert list(SiteAudit(None, now=NOW).audit_sitemap(body, "https://example.com/sitemap.xml")) == []

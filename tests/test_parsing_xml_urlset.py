@@ -344,6 +344,24 @@ def test_extension_locs_are_not_page_locs() -> None:
     assert locs(body) == ["https://www.example.org/real"]
 
 
+@pytest.mark.parametrize("where", ["after", "before"])
+def test_an_extension_field_in_the_url_itself_is_not_the_pages(where: str) -> None:
+    # an <image:loc> left out of its <image:image> was taken for the page's <loc> (the last
+    # one written won: the page became the image), an <image:lastmod> for its lastmod
+    stray = (
+        "<image:loc>https://www.example.org/i.jpg</image:loc><video:lastmod>2020-01-01</video:lastmod>"
+        "<news:priority>0.1</news:priority><xhtml:changefreq>daily</xhtml:changefreq>"
+    )
+    own = "<loc>https://www.example.org/page</loc>"
+    (page,) = pages(urlset(f"<url>{own}{stray}</url>" if where == "after" else f"<url>{stray}{own}</url>"))
+    assert (page.url, page.last_modified, page.priority, page.change_frequency) == (
+        "https://www.example.org/page",
+        None,
+        0.5,  # (the protocol's default: the news:priority is not read)
+        None,
+    )
+
+
 # -- locations ---------------------------------------------------------------------------
 
 

@@ -47,6 +47,7 @@ from sitemap_crawl.parsing.xml.libxml import (
     error_after_namespace_errors,
     error_kept_back,
     first_error,
+    in_extension_namespace,
     is_namespace_error,
     local_name,
     parser_options,
@@ -581,6 +582,8 @@ _CODE_BY_TAG: dict[object, int] = {}
 
 def _code(tag: object) -> int:
     code = _CODES.get(local_name(tag), _OTHER)
+    if code <= _CHANGEFREQ and in_extension_namespace(tag):
+        code = _OTHER  # (an <image:loc> in the <url> itself is not its loc, as the crawl reads it)
     if len(_CODE_BY_TAG) < 4096:
         _CODE_BY_TAG[tag] = code
     return code

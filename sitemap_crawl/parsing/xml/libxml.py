@@ -138,6 +138,23 @@ def local_name(tag: object) -> str:
     return name
 
 
+_EXTENSION_NAMESPACES = ("http://www.google.com/schemas/sitemap-", "https://www.google.com/schemas/sitemap-")
+_XHTML_NAMESPACE = "http://www.w3.org/1999/xhtml"
+_EXTENSION_PREFIXES = ("image:", "video:", "news:", "xhtml:", "mobile:")
+
+
+def in_extension_namespace(tag: object) -> bool:
+    """Whether a tag is of an extension of the protocol (Google's image, video, news, mobile...
+    namespaces, XHTML; or, its prefix not declared, written with one of their usual
+    prefixes): its ``<image:loc>`` is no ``<loc>`` of the entry that holds it."""
+    if type(tag) is not str:
+        return False
+    if tag.startswith("{"):
+        namespace = tag[1 : tag.find("}")]
+        return namespace.startswith(_EXTENSION_NAMESPACES) or namespace == _XHTML_NAMESPACE
+    return tag.startswith(_EXTENSION_PREFIXES)
+
+
 def drain(parser: etree.XMLPullParser) -> None:
     """Discard what a parser holds (entries cut by a stream error are not complete)."""
     for _event, element in parser.read_events():

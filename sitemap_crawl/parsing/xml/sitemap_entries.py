@@ -18,15 +18,16 @@ from sitemap_crawl.parsing.fields import (
     resolve_url,
     split_list,
 )
-from sitemap_crawl.parsing.xml.libxml import LOCAL_NAMES_MAX, Element, local_name
+from sitemap_crawl.parsing.xml.libxml import LOCAL_NAMES_MAX, Element, in_extension_namespace, local_name
 
 
 def _texts(element: Element) -> dict[str, str | None]:
-    """Local name → text of the direct children (first occurrence wins)."""
+    """Local name → text of the direct children (first occurrence wins), those of an
+    extension's namespace (``<image:loc>``) left out."""
     texts: dict[str, str | None] = {}
     for child in element:
         name = local_name(child.tag)
-        if name and name not in texts:
+        if name and name not in texts and not in_extension_namespace(child.tag):
             texts[name] = child.text
     return texts
 
@@ -38,10 +39,13 @@ class _ChildFields:
     dictionary lookup, not a local-name computation.
     """
 
-    __slots__ = ("_positions", "_size", "by_tag")
+    __slots__ = ("_own", "_positions", "_size", "by_tag")
 
-    def __init__(self, *names: str) -> None:
+    def __init__(self, *names: str, own: tuple[str, ...] = ()) -> None:
         self._positions = {name: position for position, name in enumerate(names)}
+        self._own = frozenset(own)
+        """Names that count only outside an extension's namespace (a ``<url>``'s ``loc``: an
+        ``<image:loc>`` written in the ``<url>`` itself is not its page)."""
         self.by_tag: dict[object, int] = {}
         """Tag → position (-1: not one of the names), filled by :meth:`position`."""
         self._size = len(names)
@@ -60,7 +64,8 @@ class _ChildFields:
 
     def position(self, tag: object) -> int:
         """The position of a tag's local name among the names, -1 if absent (remembered)."""
-        position = self._positions.get(local_name(tag), -1)
+        name = local_name(tag)
+        position = -1 if name in self._own and in_extension_namespace(tag) else self._positions.get(name, -1)
         if len(self.by_tag) < LOCAL_NAMES_MAX:
             self.by_tag[tag] = position
         return position
@@ -75,7 +80,17 @@ _NEWS_FIELDS = _ChildFields("title", "publication_date", "access", "genres", "ke
 _PUBLICATION_FIELDS = _ChildFields("name", "language")
 
 
-_URL_CHILDREN = _ChildFields("loc", "lastmod", "changefreq", "priority", "image", "video", "news", "link")
+_URL_CHILDREN = _ChildFields(
+    "loc",
+    "lastmod",
+    "changefreq",
+    "priority",
+    "image",
+    "video",
+    "news",
+    "link",
+    own=("loc", "lastmod", "changefreq", "priority"),
+)
 
 
 RAW_PAGE = "raw-page"
