@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -48,14 +48,25 @@ def feed_files(feeds: Mapping[Any, Any], spider_name: str) -> Iterator[tuple[str
             yield f"the feed {str(uri)!r}", text
 
 
+def file_identity(path: str) -> Hashable:
+    """What tells one file from another: its device and inode when it exists (a hard link, a
+    symlink and any spelling of its path are the same file), else its resolved path; ``-``
+    is standard output (the file its descriptor is open on, such as ``/dev/stdout``'s)."""
+    try:
+        status = os.fstat(1) if path == "-" else os.stat(path)
+    except OSError:
+        return Path(path).resolve()  # (no ~ expanded: neither the crawl nor Scrapy's feeds expand it)
+    return (status.st_dev, status.st_ino)
+
+
 def shared_file(outputs: Iterable[tuple[str, str | None]]) -> str | None:
     """Why two of ``outputs`` (what writes it, its path) cannot both be written: they name
     the same file (the last one written would hold it alone). None when they do not."""
-    seen: dict[Path, str] = {}
+    seen: dict[Hashable, str] = {}
     for what, path in outputs:
         if not path:
             continue
-        key = Path(path).resolve()  # (no ~ expanded: neither the crawl nor Scrapy's feeds expand it)
+        key = file_identity(path)
         if key in seen:
             return f"{seen[key]} and {what} name the same file {path!r}: give each its own"
         seen[key] = what

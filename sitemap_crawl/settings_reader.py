@@ -80,6 +80,8 @@ CHECKED_PROPERTIES = (
     "queue_claim_after",
     "queue_max_attempts",
     "shard",
+    "concurrent_requests",
+    "logstats_interval",
     "gc_tuning",
 )
 """The properties :meth:`SettingsReader.check` reads: each raises SettingError for a value out of range."""
@@ -393,12 +395,30 @@ class SettingsReader:
         name = "SITEMAP_CRAWL_LOADER_LOG_INTERVAL"
         if self._get(name) is not None:
             return self._seconds(name, positive=False)
+        value = self.logstats_interval
+        return float(default_settings.LOADER_LOG_INTERVAL) if value is None else value
+
+    @property
+    def logstats_interval(self) -> float | None:
+        """Scrapy's LOGSTATS_INTERVAL as Scrapy reads it (float()), or None when not set."""
         value = self._settings.get("LOGSTATS_INTERVAL")
         if value is None:
-            return float(default_settings.LOADER_LOG_INTERVAL)
+            return None
         number = _finite_number(value)
         if number is None or number < 0:
             raise SettingError(f"LOGSTATS_INTERVAL must be a number of seconds, 0 or more, not {value!r}")
+        return number
+
+    @property
+    def concurrent_requests(self) -> int:
+        """Scrapy's CONCURRENT_REQUESTS as Scrapy reads it (int(): ``8.0`` fails there)."""
+        value = self._settings.get("CONCURRENT_REQUESTS") or 0
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            number = -1
+        if number < 0:
+            raise SettingError(f"CONCURRENT_REQUESTS must be a whole number, 0 or more, not {value!r}")
         return number
 
     @property
@@ -413,11 +433,7 @@ class SettingsReader:
         name = "SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT"
         if self._get(name) is not None:
             return self._whole(name, 1)
-        value = self._settings.get("CONCURRENT_REQUESTS") or 0
-        number = _finite_number(value)
-        if number is None or not number.is_integer() or number < 0:
-            raise SettingError(f"CONCURRENT_REQUESTS must be a whole number, 0 or more, not {value!r}")
-        return max(default_settings.LOADER_MIN_IN_FLIGHT, 2 * int(number))
+        return max(default_settings.LOADER_MIN_IN_FLIGHT, 2 * self.concurrent_requests)
 
     @property
     def queue_claim_after(self) -> float:

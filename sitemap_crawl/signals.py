@@ -27,6 +27,12 @@ response it handles, once it knows what it does with it, with ``response``,
 (True: a redirect the discovery does not follow, whose body is not read: a loop, a URL
 already read, a well-known path that leads to a sitemap read under another URL). The audit
 listens to it, so that it audits what the crawl reads, as the tree shows it.
+
+``sitemap_failure``: sent by the ``sitemaps`` spider for each sitemap and robots.txt
+request that brought no response to read (its errback: DNS, connection, timeout, redirect
+limit, robots.txt forbidding it...), with ``visit``, ``reason`` (as the tree says it) and
+``url`` (the URL asked last: after redirects, the one that failed). The audit's
+``download-failed`` comes from it.
 """
 
 sitemap_node = object()
@@ -34,3 +40,4 @@ site_finished = object()
 site_acknowledged = object()
 site_tree = object()
 sitemap_response = object()
+sitemap_failure = object()

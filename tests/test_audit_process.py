@@ -8,7 +8,6 @@ import asyncio
 import io
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from sitemap_crawl.audit.crawl_audit import ResponseFacts
 from sitemap_crawl.audit.process import RESPONSE
 from sitemap_crawl.extensions.audit import SitemapAuditExtension
 from sitemap_crawl.parsing.worker_protocol import read_frame, write_frame
+from sitemap_crawl.spiders.sitemaps import SitemapsSpider
 from tests.support import robots, sitemapindex, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import SiteFactory
@@ -81,27 +81,18 @@ def test_a_gone_audit_process_does_not_hold_the_crawl(tmp_path: Path, caplog: py
     assert "Sitemap audit: 0 finding(s)" not in caplog.text
 
 
-def test_a_gone_audit_process_leaves_no_earlier_runs_outputs(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    # the findings file and report of an earlier run stayed at their paths, and the log
-    # pointed to that findings file for this run's findings
+def test_an_earlier_runs_outputs_are_cleared_as_the_crawl_opens(tmp_path: Path) -> None:
+    # the findings file and report of an earlier run stayed at their paths when the audit
+    # process ended early (or a second Ctrl-C stopped the crawl), and the log pointed to that
+    # findings file for this run's findings
     findings, report = tmp_path / "findings.jsonl", tmp_path / "report.html"
     settings = {"SITEMAP_CRAWL_AUDIT_FILE": str(findings), "SITEMAP_CRAWL_REPORT_FILE": str(report)}
-    for written_before in (True, False):
-        extension = SitemapAuditExtension.from_crawler(get_crawler(settings_dict=settings))
-        findings.write_text('{"stale": true}\n')
-        report.write_text("<html>stale</html>")
-        if written_before:
-            for path in (findings, report):
-                os.utime(path, (extension._started - 60, extension._started - 60))
-        extension._gone("was killed")
-        with caplog.at_level(logging.INFO):
-            asyncio.run(asyncio.wait_for(extension._close(None), timeout=5))
-        if written_before:
-            assert findings.read_text() == "" and not report.exists()
-            assert f"(what an earlier run left at {findings} and {report} was removed)" in caplog.text
-        else:  # (written in this run: kept)
-            assert findings.read_text() == '{"stale": true}\n' and report.exists()
-        caplog.clear()
+    findings.write_text('{"stale": true}\n')
+    report.write_text("<html>stale</html>")
+    crawler = get_crawler(SitemapsSpider, settings_dict=settings)
+    extension = SitemapAuditExtension.from_crawler(crawler)
+    extension._opened(SitemapsSpider(homepage="https://example.com/"))
+    assert findings.read_text() == "" and not report.exists()
 
 
 def test_the_process_gives_back_the_memory_of_each_large_body(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -445,9 +445,9 @@ def test_a_sound_wide_gzip_document_past_the_scan_limit_is_too_large_alone(
 def test_an_extension_loc_in_the_url_itself_is_not_audited_as_its_loc() -> None:
     # as the crawl reads it: the page is its <loc>, whatever <image:loc> sits beside it
     body = (
-        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
-        'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">'
-        "<url><loc>https://example.com/page</loc><image:loc>https://cdn.example.net/i b.jpg#x</image:loc>"
-        "<image:lastmod>yesterday</image:lastmod></url></urlset>"
-    ).encode()
+        b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        b'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">'
+        b"<url><loc>https://example.com/page</loc><image:loc>https://cdn.example.net/i b.jpg#x</image:loc>"
+        b"<image:lastmod>yesterday</image:lastmod></url></urlset>"
+    )
     assert list(SiteAudit(None, now=NOW).audit_sitemap(body, "https://example.com/sitemap.xml")) == []

@@ -16,7 +16,7 @@ from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.crawl_audit import CrawlAudit, ResponseFacts
 from tests.support import gzip_bytes, robots, sitemapindex, urlset
 from tests.support.crawl import CrawlRunner
-from tests.support.fixture_server import Route, SiteFactory
+from tests.support.fixture_server import Route, SiteFactory, closed_port
 
 FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5, "SITEMAP_CRAWL_KNOWN_PATHS": "sitemap.xml"}
 
@@ -422,6 +422,28 @@ def test_a_finding_known_at_the_sites_end_is_counted_on_its_hidden_node(
     assert "hreflang-not-reciprocal" not in website.xpath("string(./*[not(self::ul) and not(self::details)])")
     hidden = doc.xpath("//li[contains(@class, 'more')]")
     assert len(hidden) == 1 and "hreflang-not-reciprocal" in hidden[0].text_content()
+
+
+def test_a_download_that_failed_after_a_redirect_is_a_finding_naming_where(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # a robots.txt redirected to a dead host is left out of the tree: it had no finding; a
+    # sitemap's said only "connection refused", of a URL on a host that answers
+    dead = f"http://127.0.0.1:{closed_port()}"
+    site = fixture_site(
+        {
+            "/robots.txt": Route(redirect_to=f"{dead}/robots.txt"),
+            "/sitemap.xml": sitemapindex("{base}/moved.xml", "{base}/moved.xml"),
+            "/moved.xml": Route(redirect_to=f"{dead}/moved.xml"),
+        }
+    )
+    audit_file = tmp_path / "findings.jsonl"
+    crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file)}).assert_ok()
+    failed = [(f["sitemap_url"], f["detail"]) for f in read_findings(audit_file) if f["rule"] == "download-failed"]
+    assert sorted(failed) == [
+        (site.url("/moved.xml"), f"connection refused at {dead}/moved.xml (redirected)"),
+        (site.url("/robots.txt"), f"connection refused at {dead}/robots.txt (redirected)"),
+    ]
 
 
 def every_rule_site(now: datetime) -> dict[str, Any]:

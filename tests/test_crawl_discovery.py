@@ -10,7 +10,7 @@ import pytest
 
 from tests.support import CrawlResult, Route, gzip_bytes, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
-from tests.support.fixture_server import RouteLike, SiteFactory
+from tests.support.fixture_server import RouteLike, SiteFactory, closed_port
 from tests.support.tree import child_urls, children, node, robots_of, robots_tree, tree_of, website_node
 
 FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
@@ -240,15 +240,6 @@ def test_robots_sitemaps_are_read_before_the_known_paths(fixture_site: SiteFacto
     assert paths[:3] == ["/robots.txt", "/slow-index.xml", "/slow-child.xml"]
     assert sorted(paths[3:]) == sorted("/" + path for path in KNOWN_PATHS)
     assert result.urls() == [site.url("/a"), site.url("/b")]
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 where nothing listens (connection refused)."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_a_site_that_cannot_be_reached_is_not_probed_further(crawl: CrawlRunner) -> None:

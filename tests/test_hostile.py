@@ -20,7 +20,6 @@ import gzip
 import json
 import os
 import random
-import socket
 import struct
 import subprocess
 import sys
@@ -48,7 +47,7 @@ from tests.support import (
     urlset,
 )
 from tests.support.crawl import CrawlRunner
-from tests.support.fixture_server import RouteLike, SiteFactory
+from tests.support.fixture_server import RouteLike, SiteFactory, closed_port
 from tests.support.tree import child_urls, children, tree_of
 
 MiB = 1 << 20
@@ -185,13 +184,6 @@ def secret_absent(result: CrawlResult) -> None:
     assert SECRET not in result.feed_path.read_text("utf-8", errors="replace")
     assert SECRET not in json.dumps(result.tree)
     assert SECRET not in result.log
-
-
-def closed_port() -> int:
-    """A local port where nothing listens (connections are refused)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @functools.lru_cache(maxsize=8)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from sitemap_crawl import SitemapPage, SitemapRequestLoader
+from sitemap_crawl.atomic_file import write_atomically
 from sitemap_crawl.loader import (
     STATE_FIELDS,
     FetchedSitemap,
@@ -22,7 +23,6 @@ from sitemap_crawl.loader import (
     read_saved_state,
     store,
 )
-from sitemap_crawl.loader.store import write_atomically
 from sitemap_crawl.parsing import Limits
 from tests.support import atom, gzip_bytes, robots, rss, sitemapindex, text_sitemap, urlset
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,12 @@ def test_a_tilde_is_a_folder_name_not_home(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert shared_file([("a", "~/t.json"), ("b", str(tmp_path / "home" / "t.json"))]) is None
+
+
+def test_a_hard_link_of_another_output_is_the_same_file(tmp_path: Path) -> None:
+    # a symlink or another spelling was told, a hard link was not (the last writer won)
+    (tmp_path / "p.jsonl").write_text("")
+    os.link(tmp_path / "p.jsonl", tmp_path / "hard.jsonl")
+    assert shared_file([("the feed", str(tmp_path / "p.jsonl")), ("the audit", str(tmp_path / "hard.jsonl"))]) == (
+        f"the feed and the audit name the same file {str(tmp_path / 'hard.jsonl')!r}: give each its own"
+    )

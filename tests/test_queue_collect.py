@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -179,7 +180,11 @@ def _collect_command(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess
         (["-O", "{tmp}/pages-2.jsonl"], "-O {tmp}/pages-2.jsonl is one of the files read"),
         (["-O", "{tmp}/all.jsonl", "--trees-out", "{tmp}/trees-1.jsonl"], "--trees-out {tmp}/trees-1.jsonl is one of"),
         (["-O", "{tmp}/all.jsonl", "--trees-out", "{tmp}/./all.jsonl"], "-O and --trees-out name the same file"),
-        (["-O", "-", "--trees-out", "-"], "-O and --trees-out cannot both be standard output"),
+        (["-O", "-", "--trees-out", "-"], "-O and --trees-out name the same file '-'"),
+        (["-O", "-", "--trees-out", "/dev/stdout"], "-O and --trees-out name the same file '/dev/stdout'"),
+        (["-O", "{tmp}/linked.jsonl"], "-O {tmp}/linked.jsonl is one of the files read"),  # a hard link
+        # (-O was emptied before --trees-out was found unwritable)
+        (["-O", "{tmp}/earlier.jsonl", "--trees-out", "{tmp}/no/t.jsonl"], "--trees-out {tmp}/no/t.jsonl cannot be"),
         (
             ["-O", "{tmp}/trees-1.jsonl/all.jsonl"],
             "-O {tmp}/trees-1.jsonl/all.jsonl cannot be written: Not a directory",
@@ -194,6 +199,8 @@ def test_outputs_that_would_destroy_an_input_or_each_other_are_refused(
     # before it was read; two outputs on one file mixed their lines (exit 0); a folder that
     # cannot be written gave a traceback
     scenario(tmp_path)
+    os.link(tmp_path / "trees-2.jsonl", tmp_path / "linked.jsonl")
+    (tmp_path / "earlier.jsonl").write_text('{"kept": true}\n')
     before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
     result = _collect_command(tmp_path, *(value.format(tmp=tmp_path) for value in outputs))
     assert result.returncode == 2, result.stderr

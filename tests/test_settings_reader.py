@@ -27,6 +27,7 @@ from sitemap_crawl.settings_reader import SettingError, SettingsReader
         ("DOWNLOAD_MAXSIZE", "-1", "a whole number of bytes, 0 or more (0: no cap)"),
         ("CONCURRENT_REQUESTS", "abc", "a whole number, 0 or more"),  # (Scrapy's, read with them: a traceback)
         ("CONCURRENT_REQUESTS", "-3", "a whole number, 0 or more"),
+        ("CONCURRENT_REQUESTS", "8.0", "a whole number, 0 or more"),  # (Scrapy's int() fails on it)
         ("LOGSTATS_INTERVAL", "abc", "a number of seconds, 0 or more"),
         (
             "SITEMAP_CRAWL_SHARD",
@@ -70,6 +71,19 @@ def test_a_number_out_of_its_range_is_refused_by_check(name: str, value: object,
     with pytest.raises(SettingError) as raised:
         SettingsReader(Settings({name: value})).check()
     assert str(raised.value) == f"{name} must be {allowed}, not {value!r}"
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"CONCURRENT_REQUESTS": "abc", "SITEMAP_CRAWL_LOADER_MAX_IN_FLIGHT": 50},
+        {"LOGSTATS_INTERVAL": "abc", "SITEMAP_CRAWL_LOADER_LOG_INTERVAL": 5},
+    ],
+)
+def test_scrapys_own_settings_are_checked_whatever_overrides_them_here(settings: dict[str, Any]) -> None:
+    # the loader's own setting given, Scrapy's bad value went unchecked (a traceback later)
+    with pytest.raises(SettingError):
+        SettingsReader(Settings(settings)).check()
 
 
 @pytest.mark.parametrize(("value", "tuned"), [("yes", True), ("0", False), (False, False), ("TRUE", True)])

@@ -15,6 +15,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from sitemap_crawl.atomic_file import write_atomically
 from sitemap_crawl.audit.auditor import SiteAudit
 from sitemap_crawl.audit.discovery import SitemapDeclarations
 from sitemap_crawl.audit.finding import Finding
@@ -200,8 +201,8 @@ class CrawlAudit:
         if self._file is not None:
             self._file.close()
         if self.report is not None and self.report_path is not None:
-            with open(self.report_path, "w", encoding="utf-8") as report_file:
-                report_file.write(self.report.render())
+            # whole or not at all: a process killed while it writes leaves no cut or empty report
+            write_atomically(Path(self.report_path), self.report.render().encode("utf-8"))
         return counts
 
 

@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
@@ -33,7 +32,7 @@ from scrapy.http import Response
 from sitemap_crawl.audit.backlog import AuditBacklog
 from sitemap_crawl.audit.crawl_audit import ResponseFacts
 from sitemap_crawl.audit.process import AUDIT_MODULE, CALL, DONE, FINISH, OPEN, RESPONSE
-from sitemap_crawl.discovery.rules import KNOWN
+from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.discovery.site import Visit
 from sitemap_crawl.items import NodeReport
 from sitemap_crawl.kinds import ErrorReason, NodeKind, is_download_failure
@@ -42,7 +41,7 @@ from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.parsing.worker_protocol import encode_frame, read_frame
 from sitemap_crawl.processes import child_command, child_process_env
 from sitemap_crawl.settings_reader import SettingsReader
-from sitemap_crawl.signals import site_finished, site_tree, sitemap_node, sitemap_response
+from sitemap_crawl.signals import site_finished, site_tree, sitemap_failure, sitemap_node, sitemap_response
 from sitemap_crawl.tree import SitemapTree
 
 logger = logging.getLogger(__name__)
@@ -68,15 +67,16 @@ class SitemapAuditExtension:
         self._reader: threading.Thread | None = None
         self._broken = False
         self._reads_nothing = False
+        self._unreachable_sites: set[str] = set()
+        """Sites whose robots.txt could not be reached (their website node says it), until finished."""
         """The spider is not the ``sitemaps`` spider: no response comes, no process is started."""
-        self._started = time.time()
-        """When the spider opened (what the outputs' paths hold from before is an earlier run's)."""
         self._finished: asyncio.Future[None] | None = None
         """Set at spider close; done once every job, FINISH the last, is answered or let go."""
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self._response, signal=sitemap_response)
         crawler.signals.connect(self._site_finished, signal=site_finished)
         crawler.signals.connect(self._node, signal=sitemap_node)
+        crawler.signals.connect(self._failure, signal=sitemap_failure)
         if report_path:
             crawler.signals.connect(self._site_tree, signal=site_tree)
         crawler.signals.connect(self._close, signal=signals.spider_closed)
@@ -110,6 +110,26 @@ class SitemapAuditExtension:
                 " and ".join(settings),
                 spider.name,
             )
+            return
+        self._clear_earlier_outputs()
+
+    def _clear_earlier_outputs(self) -> None:
+        """An earlier run's findings file is emptied and its report removed as the crawl opens
+        (as ``-O`` empties a feed): should the audit process end early, or a second Ctrl-C stop
+        the crawl, none of theirs passes for this run's. A queue worker's findings file is its
+        own across runs: kept."""
+        for path, keep in ((self.path, self._appends), (self.report_path, False)):
+            if not path or keep:
+                continue
+            try:
+                if path == self.path:
+                    open(path, "w").close()  # (emptied)
+                else:
+                    os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                logger.warning("%s from an earlier run could not be cleared: %s", path, exc.strerror or exc)
 
     def _downloaded(self, response: Response, request: Request, **_kwargs: Any) -> None:
         """The response as the server sent it (before the downloader middlewares decode it)."""
@@ -145,18 +165,28 @@ class SitemapAuditExtension:
 
     def _node(self, node: NodeReport, site: str | None = None, **_kwargs: Any) -> None:
         """A node with no response to audit: a sitemap ROBOTSTXT_OBEY kept the crawl from
-        fetching (``sitemap-disallowed`` all the same), one whose download failed, or an
-        unreachable site (``download-failed``: known paths that fail are not in the tree)."""
+        fetching (``sitemap-disallowed`` all the same), or an unreachable site
+        (``download-failed`` on the website: its robots.txt's own is then not written)."""
         if not node.finished or node.error is None:
             return
         if node.error == ErrorReason.FORBIDDEN_BY_ROBOTS_TXT:
             self.call("forbidden", site or "", node.url)
-        elif is_download_failure(node.error) or (
-            node.kind == NodeKind.WEBSITE and node.error.startswith(ErrorReason.UNREACHABLE)
-        ):
+        elif node.kind == NodeKind.WEBSITE and node.error.startswith(ErrorReason.UNREACHABLE):
+            self._unreachable_sites.add(site or "")
             self.call("download_failed", site or "", node.url, node.error)
 
+    def _failure(self, visit: Visit, reason: str, url: str, **_kwargs: Any) -> None:
+        """A sitemap or robots.txt whose download brought no answer to read: ``download-failed``
+        (not a well-known path's: a probe that finds nothing is no fault of the site)."""
+        if visit.role == KNOWN or not is_download_failure(reason):
+            return
+        if visit.role == ROBOTS and visit.site in self._unreachable_sites:
+            return  # (said on the website node)
+        detail = reason if url == visit.url else f"{reason} at {url} (redirected)"
+        self.call("download_failed", visit.site, visit.url, detail)
+
     def _site_finished(self, site: str, **_kwargs: Any) -> None:
+        self._unreachable_sites.discard(site)
         self.call("forget", site)
 
     def _site_tree(self, site: str, tree: SitemapTree, **_kwargs: Any) -> None:
@@ -214,26 +244,6 @@ class SitemapAuditExtension:
         """Whether the findings file is appended to: a queue worker keeps its findings across runs."""
         return getattr(self.crawler.spider, "queue", None) is not None
 
-    def _drop_stale_outputs(self) -> list[str]:
-        """The findings file and report an earlier run left, which an audit process that ended
-        early did not write over: an empty findings file, no report (a queue worker's findings
-        file is its own across runs: kept). The paths dropped."""
-        dropped = []
-        for path, keep in ((self.path, self._appends), (self.report_path, False)):
-            if not path or keep:
-                continue
-            try:
-                if os.stat(path).st_mtime >= self._started:
-                    continue
-                if path == self.path:
-                    open(path, "w").close()  # (emptied)
-                else:
-                    os.unlink(path)
-            except OSError:
-                continue
-            dropped.append(path)
-        return dropped
-
     def _ended(self, why: str) -> None:
         """The process's answers ended: as they should once FINISH is answered, else it is gone."""
         if not (self._finished is not None and self.backlog.idle):
@@ -264,13 +274,11 @@ class SitemapAuditExtension:
         total = sum(self.counts.values())
         summary = ", ".join(f"{rule} {count}" for rule, count in self.counts.most_common())
         if self._broken:  # the process ended early: what it wrote is all there is, and no report
-            stale = self._drop_stale_outputs()
             logger.error(
-                "Sitemap audit incomplete: %d finding(s) counted%s%s%s",
+                "Sitemap audit incomplete: %d finding(s) counted%s%s",
                 total,
                 f", those written are in {self.path}" if self.path else "",
                 f"; {self.report_path} was not written" if self.report_path else "",
-                f" (what an earlier run left at {' and '.join(stale)} was removed)" if stale else "",
             )
             return
         where = " and ".join(path for path in (self.path, self.report_path) if path)

@@ -27,29 +27,16 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+from sitemap_crawl.atomic_file import write_atomically
 from sitemap_crawl.loader.state import LoaderState, replay_journal
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_STATE_NAME = "sitemap_loader"
 """The name the loader's files start with."""
-
-
-def write_atomically(path: Path, data: bytes, before_replace: Callable[[], None] | None = None) -> None:
-    """Write ``data`` to ``path`` through a temporary file that is fsynced, then renamed over
-    it; ``before_replace`` runs between the fsync and the rename."""
-    temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    if before_replace is not None:
-        before_replace()
-    os.replace(temporary, path)
 
 
 class StateStore:

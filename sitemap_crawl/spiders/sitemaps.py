@@ -71,7 +71,7 @@ from sitemap_crawl.parsing.reader import TEXT, XML_INDEX
 from sitemap_crawl.queue.config import parse_queue_url
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import ENDED, NODE, PAGES, SITE, HelperProcesses, page_batch
-from sitemap_crawl.signals import site_finished, sitemap_node, sitemap_response
+from sitemap_crawl.signals import site_finished, sitemap_failure, sitemap_node, sitemap_response
 from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 from sitemap_crawl.sites.backlog import SendValve
 from sitemap_crawl.spiders.batch_window import BatchTracker, BatchWindow
@@ -806,8 +806,10 @@ class SitemapsSpider(Spider):
         if self.download_counts is not None:
             self.download_counts.exception(failure.value)
         discovery = self.sites.get(visit.site)
+        reason = failure_reason(failure)
         if discovery is not None:
-            discovery.failed(visit, failure_reason(failure), after_redirect=bool(request.meta.get("redirect_urls")))
+            discovery.failed(visit, reason, after_redirect=bool(request.meta.get("redirect_urls")))
+        self.crawler.signals.send_catch_log(sitemap_failure, visit=visit, reason=reason, url=request.url)
         self._sitemap_done(visit)
         return self._site_end_rows(visit.site) if visit.site in self._dropping else None
 

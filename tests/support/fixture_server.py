@@ -606,3 +606,10 @@ class SiteFactory(Protocol):
     """The type of the ``fixture_site`` fixture: routes in, a started FixtureServer out."""
 
     def __call__(self, routes: Mapping[str, RouteLike] | None = None) -> FixtureServer: ...
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (connection refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -13,7 +13,7 @@ from typing import IO
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from sitemap_crawl.output_paths import shared_file
+from sitemap_crawl.output_paths import file_identity, shared_file
 from sitemap_crawl.queue.collect import collect, expand
 
 
@@ -47,7 +47,7 @@ class Command(ScrapyCommand):
         outputs = [("-O", opts.output), ("--trees-out", opts.trees_out)]
         _check_outputs(outputs, [*trees, *pages])
         with ExitStack() as stack:
-            out, trees_out = (_open_output(stack, option, path) for option, path in outputs)
+            out, trees_out = _open_outputs(stack, outputs)
             assert out is not None
             report = collect(trees, pages, out, trees_out)
         print(
@@ -71,27 +71,39 @@ class Command(ScrapyCommand):
 
 def _check_outputs(outputs: list[tuple[str, str | None]], inputs: list[Path]) -> None:
     """The outputs may name no input (opened for writing, it would be emptied before it is
-    read) and not the same file (or both standard output)."""
+    read) and not the same file (standard output too: ``-`` and ``/dev/stdout``), whatever
+    the spelling, a symlink or a hard link."""
     given = [(option, path) for option, path in outputs if path]
-    if sum(path == "-" for _option, path in given) > 1:
-        raise UsageError("-O and --trees-out cannot both be standard output (-)")
-    clash = shared_file([(option, path) for option, path in given if path != "-"])
+    clash = shared_file(given)
     if clash is not None:
         raise UsageError(clash)
-    read = {path.resolve(): path for path in inputs}
+    read = {file_identity(str(path)): path for path in inputs}
     for option, path in given:
-        if path != "-" and (source := read.get(Path(path).resolve())) is not None:
+        if (source := read.get(file_identity(path))) is not None:
             raise UsageError(f"{option} {path} is one of the files read ({source}): writing it would empty it first")
 
 
-def _open_output(stack: ExitStack, option: str, path: str | None) -> IO[bytes] | None:
-    """An output opened for writing (``-``: standard output); a path that cannot be written
-    is one usage error line."""
-    if not path:
-        return None
-    if path == "-":
-        return sys.stdout.buffer
-    try:
-        return stack.enter_context(Path(path).open("wb"))
-    except OSError as exc:
-        raise UsageError(f"{option} {path} cannot be written: {exc.strerror or exc}") from None
+def _open_outputs(stack: ExitStack, outputs: list[tuple[str, str | None]]) -> list[IO[bytes] | None]:
+    """The outputs opened for writing (``-``: standard output), emptied only once all could be
+    opened: one that cannot be written is one usage error line, and no file was changed (a
+    file this made is removed)."""
+    opened: list[IO[bytes] | None] = []
+    made: list[Path] = []
+    for option, path in outputs:
+        if not path or path == "-":
+            opened.append(sys.stdout.buffer if path == "-" else None)
+            continue
+        target = Path(path)
+        existed = target.exists()
+        try:
+            opened.append(stack.enter_context(target.open("ab")))  # (not emptied yet)
+        except OSError as exc:
+            for new in made:
+                new.unlink(missing_ok=True)
+            raise UsageError(f"{option} {path} cannot be written: {exc.strerror or exc}") from None
+        if not existed:
+            made.append(target)
+    for handle in opened:
+        if handle is not None and handle is not sys.stdout.buffer:
+            handle.truncate(0)
+    return opened
