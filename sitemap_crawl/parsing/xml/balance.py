@@ -138,8 +138,10 @@ class TagBalancer:
         else:
             position = size
         if not final:
-            rest = data.find(b"<", position)
-            if rest >= 0 and self._closer is None:
+            rest = data.find(b"<", position) if self._closer is None else -1
+            if rest < 0 and self._closer is None:
+                position = size  # (text to the end: given, not held)
+            elif rest >= 0:
                 if size - rest > MAX_TAG_BYTES:  # a tag that does not end: the rest as it is
                     self._off = True
                     self._copy(data, copied, rest)
