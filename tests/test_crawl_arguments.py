@@ -337,7 +337,9 @@ def test_a_local_robots_txt_may_name_files_of_its_folder(
     (tmp_path / "outside.xml").write_text(urlset(site.url("/secret")), encoding="utf-8")
     (local / "s.xml").write_text(urlset(site.url("/s1")), encoding="utf-8")
     (local / "t.xml").write_text(urlset(site.url("/t1")), encoding="utf-8")
-    lines = ["s.xml", (local / "t.xml").as_uri(), "../outside.xml", site.url("/remote.xml")]
+    # ("..\\outside.xml", ".\t./outside.xml": the URL Scrapy requests reads them as ../outside.xml:
+    # they were taken for files of the folder, and the file outside was read)
+    lines = ["s.xml", (local / "t.xml").as_uri(), "../outside.xml", "..\\outside.xml", site.url("/remote.xml")]
     (local / "robots.txt").write_text("".join(f"Sitemap: {line}\n" for line in lines), encoding="utf-8")
 
     result = crawl({"sitemap_urls": (local / "robots.txt").as_uri()}, settings=ONE_AT_A_TIME).assert_ok()

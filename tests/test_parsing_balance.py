@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -41,7 +42,7 @@ def test_a_well_formed_document_passes_byte_for_byte() -> None:
         (b"<r><u>x</b><!-- c --></u></r>", b"<r><u>x<!-- c --></u></r>"),  # judged by the next end tag
         (b"<r><u><l>x</l></x><m>y</m></u></r>", b"<r><u><l>x</l><m>y</m></u></r>"),  # between two fields
         (b"<r><u>x</uu><u>y</u></r>", b"<r><u>x</u><u>y</u></r>"),  # a misspelt end tag before a sibling
-        (b"<r><u>x</r><!-- c --><u/>", b"<r><u>x<!-- c --><u/></u></r>"),
+        (b"<r><u>x</r><!-- c --><u/></r>", b"<r><u>x<!-- c --><u/></u></r>"),
     ],
 )
 def test_end_tags_are_mended(written: bytes, read: bytes) -> None:
@@ -65,6 +66,39 @@ def test_a_lone_less_than_before_a_letter_is_no_tag() -> None:
     read = b"<r><u><t>a&#60;b</t></u><u><t>c</t><t>d&#60;/</t></u></r>"
     assert mended(document) == (read, True)
     assert mended(document[:11], document[11:]) == (read, True)
+
+
+def test_a_document_cut_after_a_root_end_tag_in_its_middle_is_left_cut() -> None:
+    # the root's end tag moved to the end closed the entry the cut left open: a cut URL
+    assert mended(b"<r><u>a</u></r><u><l>https://a.test/p") == (b"<r><u>a</u><u><l>https://a.test/p", True)
+
+
+def test_a_deep_document_with_stray_end_tags_costs_no_scan_of_its_depth() -> None:
+    # each stray end tag was looked up in the whole stack: quadratic (440 KB: 8 s)
+    document = b"<r>" + b"<a>" * 50_000 + b"</b><c/>" * 50_000
+    started = time.process_time()
+    assert mended(document)[0].startswith(b"<r><a><a>")
+    assert time.process_time() - started < 2
+
+
+def test_text_after_a_root_end_tag_costs_no_sum_of_what_came_before() -> None:
+    # each piece given after the root's end tag summed the whole held list: quadratic
+    document = b"<r><u>a</u></r>" + b"<a" * 100_000
+    started = time.process_time()
+    mended(document)
+    assert time.process_time() - started < 2
+
+
+def test_a_malformed_end_tag_libxml2_reads_is_an_end_tag() -> None:
+    # "</ loc>", "</loc/>", "</loc x='1'>" were written as text: the URL took them in
+    for written in (b"</ l>", b"</l/>", b'</l x="1">'):
+        document = b"<r><u><l>x" + written + b"</u></r>"
+        assert mended(document) == (document, False)
+
+
+def test_a_misspelt_end_tag_of_a_field_ends_it() -> None:
+    # "<loc>a</lco><lastmod>": dropped, the lastmod went into the loc and was lost
+    assert mended(b"<r><u><l>a</lco><m>b</m></u></r>") == (b"<r><u><l>a</l><m>b</m></u></r>", True)
 
 
 def test_a_document_not_ended_is_left_open() -> None:

@@ -84,6 +84,11 @@ def test_a_local_index_names_the_files_of_its_own_folder_only() -> None:
         "<sitemap><loc>file:///etc/passwd</loc></sitemap>"
         "<sitemap><loc>../secret.xml</loc></sitemap>"
         "<sitemap><loc>part/..%2F..%2Fsecret.xml</loc></sitemap>"
+        # a backslash is a slash, a tab or newline nothing, to the URL parser Scrapy requests
+        # through: these were read as files of the folder, and the file outside was opened
+        "<sitemap><loc>..\\secret.xml</loc></sitemap>"
+        "<sitemap><loc>.\t./secret.xml</loc></sitemap>"
+        "<sitemap><loc>part\\..\\..\\secret.xml</loc></sitemap>"
     )
     assert [ref.url for ref in refs(body, "file:///data/sitemaps/index.xml")] == [
         "file:///data/sitemaps/part/a.xml",

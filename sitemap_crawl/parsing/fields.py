@@ -193,6 +193,9 @@ def strip_url_text(text: str) -> str:
     return text.strip(_URL_EDGES)
 
 
+_AS_REQUESTED = str.maketrans({"\\": "/", "\t": None, "\n": None, "\r": None})
+
+
 def local_child_url(text: str | None, index_url: str) -> str | None:
     """A child sitemap a local index (a ``file:`` URL) names as a local file: a ``file:`` URL
     (relative ones resolved against the index) at or below the index's own folder, or None.
@@ -204,8 +207,8 @@ def local_child_url(text: str | None, index_url: str) -> str | None:
     """
     if text is None or not index_url.startswith("file:"):
         return None
-    try:
-        url = urljoin(index_url, text.strip())
+    try:  # as the URL parser Scrapy requests through reads it: ..\x is ../x, a tab or newline nothing
+        url = urljoin(index_url, text.strip().translate(_AS_REQUESTED))
         path = urlsplit(url).path
     except ValueError:
         return None

@@ -22,14 +22,16 @@ Everything else passes byte for byte; so does a document that needs none of it.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 
 from sitemap_crawl.parsing.xml.input import WIDE_STARTS
 
 _TOKEN = re.compile(
-    rb"<(?:/([^\s<>/]+)\s*>|([^\s<>/\"'!?]+)(?:[^<>\"']++|\"[^\"]*+\"|'[^']*+')*+>|(!--|!\[CDATA\[|\?|!)|())"
+    rb"<(?:/\s*([^\s<>/]+)[^<>]*>|([^\s<>/\"'!?]+)(?:[^<>\"']++|\"[^\"]*+\"|'[^']*+')*+>|(!--|!\[CDATA\[|\?|!)|())"
 )
-"""A piece of markup: an end tag (its name: group 1), a start tag (group 2), the start of a
+"""A piece of markup: an end tag (its name: group 1; ``</ loc>`` and ``</loc x="1">`` too, which
+libxml2 reads as end tags), a start tag (group 2), the start of a
 comment, CDATA, a processing instruction or another declaration (``<!DOCTYPE``: group 3),
 else a ``<`` that begins none of them as far as the bytes go (group 4)."""
 _MARKUP_END = re.compile(rb"[<>]")
@@ -47,16 +49,34 @@ as if the root were still open)."""
 class TagBalancer:
     """Mends the end tags of an XML document in an ASCII-compatible encoding, chunk by chunk."""
 
-    __slots__ = ("_after_root", "_closer", "_held", "_off", "_open", "_out", "_root_end", "_stray", "mended")
+    __slots__ = (
+        "_after_root",
+        "_after_root_size",
+        "_closer",
+        "_held",
+        "_off",
+        "_open",
+        "_open_names",
+        "_out",
+        "_parent_has_child",
+        "_root_end",
+        "_root_end_last",
+        "_stray",
+        "mended",
+    )
 
     def __init__(self) -> None:
         self._open: list[bytes] = []  # qualified names of the open elements, the root first
+        self._open_names: Counter[bytes] = Counter()  # how many of each are open (no scan of a deep stack)
+        self._parent_has_child: list[bool] = []  # whether each open element has an element in it yet
         self._out: list[bytes] = []  # what the piece being read gives
         self._held = b""  # the start of markup not yet whole
         self._closer: bytes | None = None  # inside a comment, CDATA...: what ends it
         self._stray = False  # an end tag matching no open element, not yet judged
         self._root_end: bytes | None = None  # the root's end tag as written, once read
         self._after_root: list[bytes] | None = None  # what came after it, while no tag has
+        self._after_root_size = 0
+        self._root_end_last = False  # the last tag read is a root's end tag (the document ends there)
         self._off = False  # a tag too long, or a wide encoding: the rest passes as it is
         self.mended = False
         """Whether any end tag was dropped, added or moved, or a ``<`` written as text."""
@@ -119,17 +139,25 @@ class TagBalancer:
                 if size - token.start() < _CLASSIFY_BYTES and not final:
                     position = token.start()  # (``<!`` may begin a comment or CDATA: held)
                     break
-                position, self._closer = token.end(), _CLOSERS[other]
+                self._closer = _CLOSERS[other]
+                if other == b"!" and data.startswith(b"<!DOCTYPE", token.start()):
+                    bracket, close = data.find(b"[", token.end()), data.find(b">", token.end())
+                    if bracket >= 0 and (close < 0 or bracket < close):
+                        self._closer = b"]>"  # (an internal subset: its entity values may hold tags)
+                position = token.end()
                 continue
+            self._root_end_last = False
             if self._stray or self._after_root is not None:
                 copied = self._copy(data, copied, token.start())
                 self._tag_after_root()
                 self._judge_stray(end_name, start_name)
             if start_name is not None:
+                if stack:
+                    self._parent_has_child[-1] = True
                 if data[token.end() - 2] != 0x2F:  # (not ``/>``)
-                    stack.append(start_name)
+                    self._push(start_name)
             elif len(stack) > 1 and end_name == stack[-1]:
-                stack.pop()
+                self._pop()
             else:
                 copied = self._copy(data, copied, token.start())
                 self._end_tag(end_name, token.group(0))
@@ -176,7 +204,8 @@ class TagBalancer:
             self._out.append(piece)
             return
         self._after_root.append(piece)
-        if sum(map(len, self._after_root)) > MAX_AFTER_ROOT:
+        self._after_root_size += len(piece)
+        if self._after_root_size > MAX_AFTER_ROOT:
             self._tag_after_root()
 
     def _tag_after_root(self) -> None:
@@ -192,15 +221,16 @@ class TagBalancer:
         if not stack:
             self.mended = True  # (nothing open: dropped; libxml2 would report it and read on)
         elif name == stack[0]:
+            self._root_end_last = True
             if self._root_end is None:
                 self._root_end = written
                 self._after_root = []
             else:
                 self.mended = True
-        elif name in stack:
-            depth = len(stack) - stack[::-1].index(name) - 1
-            self._out.extend(b"</%s>" % open_name for open_name in reversed(stack[depth + 1 :]))
-            del stack[depth:]
+        elif self._open_names[name]:
+            while stack[-1] != name:  # (each element is ended once: no scan of a deep stack per tag)
+                self._out.append(b"</%s>" % self._pop())
+            self._pop()
             self._out.append(written)
             self.mended = True
         else:
@@ -209,9 +239,10 @@ class TagBalancer:
 
     def _judge_stray(self, next_end: bytes | None, next_start: bytes | None) -> None:
         """A stray end tag held back, judged by the tag that follows it: it ends the open
-        element when that is another end tag (``</urll></urlset>``) or a start tag of the
-        open element's name (``</urll><url>``: siblings); else it is dropped
-        (``...</b></loc>``, ``</loc></x><lastmod>``)."""
+        element (as libxml2 reads it: a misspelt end tag) when that is another end tag
+        (``</urll></urlset>``), a start tag of the open element's name (``</urll><url>``:
+        siblings), or any start tag while the open element holds no element (``<loc>a</lco>
+        <lastmod>``); else it is dropped (``...</b></loc>``, ``</loc></x><lastmod>``)."""
         if not self._stray:
             return
         self._stray = False
@@ -219,19 +250,37 @@ class TagBalancer:
         if len(stack) < 2:
             return
         top = stack[-1]
-        if (next_end is not None and next_end != top) or next_start == top:
-            self._out.append(b"</%s>" % stack.pop())
+        if next_end is not None:
+            ends = next_end != top
+        else:
+            ends = next_start is not None and (next_start == top or not self._parent_has_child[-1])
+        if ends:
+            self._out.append(b"</%s>" % self._pop())
+
+    def _push(self, name: bytes) -> None:
+        self._open.append(name)
+        self._open_names[name] += 1
+        self._parent_has_child.append(False)
+
+    def _pop(self) -> bytes:
+        name = self._open.pop()
+        self._open_names[name] -= 1
+        self._parent_has_child.pop()
+        return name
 
     def _end_of_input(self) -> bytes:
-        """The root's end tag, if the document wrote it: after the end tags of what is still
-        open, and before what came after it if no tag did."""
+        """The root's end tag, if the document wrote it, before what came after it if no tag
+        did: after the end tags of what is still open if the document's last tag is a root's
+        end tag; not at all if it is another (a document cut in an entry stays cut: its entry
+        must not be ended)."""
         if self._root_end is None:
+            return b""
+        if len(self._open) > 1 and not self._root_end_last:
             return b""
         closing = [b"</%s>" % name for name in reversed(self._open[1:])]
         if closing:
             self.mended = True
-        after = self._after_root or []
-        return b"".join([*closing, self._root_end, *after])
+        return b"".join([*closing, self._root_end, *(self._after_root or [])])
 
 
 def _cut_short(data: bytes, start: int) -> bool:

@@ -158,6 +158,10 @@ def _entry_batches(
     strict = entry_parser(dialect.entry_tag, root_name, recover=False, root_aware=root_aware)
     reading = EntryReading(dialect.reader(raw))
     gap = EntryGap(local_name(dialect.entry_tag), root_aware)
+    last_line = 0  # the line of the last entry read (per piece)
+    lines_fed = 0  # newlines fed so far
+    held: list[Any] | None = None  # entries held back once a line number went backwards
+    given = 0  # entries produced before those held back
     try:
         for chunk in make_chunks():
             end.fed(chunk)
@@ -165,8 +169,11 @@ def _entry_batches(
             for start in range(0, len(chunk), FEED_SIZE):
                 piece = chunk[start : start + FEED_SIZE]
                 strict.feed(piece)
+                lines_before_this = lines_fed
+                lines_fed += piece.count(b"\n")
                 entries: list[Any] = []
                 last = None
+                before = produced
                 for _event, element in entry_events(strict, gap, root_aware):
                     last = element
                     produced += 1
@@ -174,23 +181,40 @@ def _entry_batches(
                     if entry is not None:
                         entries.append(entry)
                 if last is not None:
+                    line = last.sourceline or 0
+                    if held is None and (line < last_line or line <= lines_before_this):
+                        # libxml2 read past an error it kept to itself (``&nbsp;``) and gave a
+                        # later entry, its line wrong (before the piece just fed): held back
+                        # until the error shows (recover mode then reads on in order) or does
+                        # not (a false alarm: given)
+                        held, given = [], before
+                    last_line = max(last_line, line)
                     gap.entry_read(last)
                     release_through(last)
                 if entries:
-                    yield entries
+                    if held is None:
+                        yield entries
+                    else:
+                        held += entries
                 gap.fed(piece)  # (after: the entries of this piece are given before a flood stops it)
         closing = True  # (only what close() finds can be a cut: a piece fed is parsed as far as it is whole)
         strict.close()
     except StreamError as exc:
         drain(strict)
+        if held is not None:
+            produced = given
         if _stopped_before_the_cut(strict, end):
             # libxml2 stopped on an error before the body broke off (``&b``: it held the rest
             # unread, waiting for its ";"): recover mode reads on to the cut
             yield from one_a_list(
                 read_recovering(make_chunks, dialect, sitemap_url, skip=produced, raw=raw, root_name=root_name)
             )
+        elif held:
+            yield held  # (no error before the cut: they were good)
         raise XmlProblem(exc.reason, str(exc)) from exc
     except ElementFlood as exc:
+        if held:
+            yield held
         raise XmlProblem(ErrorReason.PARSE_ERROR, str(exc)) from exc
     except etree.XMLSyntaxError as exc:
         message, position = str(exc), exc.position
@@ -212,26 +236,35 @@ def _entry_batches(
         # entries completed before the error (in the same feed) are still good, unless the
         # error was not the one the parser said: what it built then may end an entry at the
         # error (recover mode reads them again)
+        late: list[Any] = []
         for element in entry_ends(strict, gap):
             if trusted:
                 produced += 1
                 entry = reading.read(element, sitemap_url)
                 if entry is not None:
-                    yield [entry]
+                    late.append(entry)
             release(element)
-        if is_resource_limit(message):
-            raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
-        if message.startswith(EXTRA_CONTENT) and trusted:
-            raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc  # junk after the root: every entry was read
         namespace_error = trusted and is_namespace_error(strict)  # (not: another error was the real one)
-        if (
+        stop: ErrorReason | None = None  # an error no recover pass reads past
+        if is_resource_limit(message) or (message.startswith(EXTRA_CONTENT) and trusted):
+            stop = ErrorReason.PARSE_ERROR  # (junk after the root: every entry was read)
+        elif (
             closing
             and not namespace_error
             and "tag mismatch" not in message  # a cut never causes a tag mismatch
             and end.at_end(position)
             and not _closes_root(tail, dialect.root)  # an error near the end of a whole document
         ):
-            raise XmlProblem(ErrorReason.TRUNCATED, message) from exc
+            stop = ErrorReason.TRUNCATED
+        if stop is not None:
+            for kept in (held or [], late):  # (what was held back was good)
+                if kept:
+                    yield kept
+            raise XmlProblem(stop, message) from exc
+        if held is not None:
+            produced = given  # recover mode gives those held back (and those after) again, in order
+        elif late:
+            yield late
         recovered = yield from one_a_list(
             read_recovering(make_chunks, dialect, sitemap_url, skip=produced, raw=raw, root_name=root_name)
         )
@@ -240,6 +273,8 @@ def _entry_batches(
         if namespace_error and recovered.only_namespace_errors:
             return  # a prefix not declared (xmlns:image left out...): every entry was read
         raise XmlProblem(ErrorReason.PARSE_ERROR, message) from exc
+    if held:
+        yield held  # (no error showed: a false alarm)
     for element in entry_ends(strict, gap):
         entry = reading.read(element, sitemap_url)
         if entry is not None:

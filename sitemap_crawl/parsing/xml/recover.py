@@ -158,10 +158,12 @@ _LOW_SURROGATES = range(0xDC00, 0xE000)
 _CHARACTER_REFERENCES = {b"amp": b"&#38;", b"lt": b"&#60;", b"gt": b"&#62;", b"quot": b"&#34;", b"apos": b"&#39;"}
 
 
-_VERBATIM_START = re.compile(rb"<!\[CDATA\[|<!--")
-"""Where a section the repair leaves as it is begins: CDATA, or a comment (whose text may
-mention ``<![CDATA[`` without beginning one)."""
-_VERBATIM_END = {b"<![CDATA[": b"]]>", b"<!--": b"-->"}
+_VERBATIM_START = re.compile(rb"<!\[CDATA\[|<!--|<\?|<!DOCTYPE[^>\[]*\[")
+"""Where a section the repair leaves as it is begins: CDATA, a comment, a processing
+instruction, a DOCTYPE's internal subset (whose texts may mention ``<![CDATA[`` or ``<!--``
+without beginning one)."""
+_VERBATIM_END = {b"<![CDATA[": b"]]>", b"<!--": b"-->", b"<?": b"?>"}
+_INTERNAL_SUBSET_END = b"]>"
 
 
 _REPAIR_LOOKAHEAD = 32
@@ -338,5 +340,6 @@ def _escape_markup(data: bytes, limit: int, closer: bytes | None) -> tuple[bytes
         position = max(stop, last)  # a reference that began before ``stop`` may end after it
         if stop == start and verbatim is not None:
             pieces.append(verbatim.group(0))
-            position, closer = verbatim.end(), _VERBATIM_END[verbatim.group(0)]
+            position = verbatim.end()
+            closer = _VERBATIM_END.get(verbatim.group(0), _INTERNAL_SUBSET_END)
     return b"".join(pieces), closer, position
