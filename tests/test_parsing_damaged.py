@@ -573,6 +573,25 @@ def test_a_body_cut_after_a_root_end_tag_in_its_middle_gives_no_cut_entry() -> N
     assert urls == ["https://www.example.org/1?a&b", "https://www.example.org/2"]
 
 
+@pytest.mark.parametrize(
+    "markup",
+    [
+        b"<!--" + b"c" * 11_000_000 + b"-->",
+        b"<?pi " + b"p" * 11_000_000 + b"?>",
+        b"<url><loc><![CDATA[" + b"d" * 11_000_000 + b"]]></loc></url>",
+    ],
+    ids=["comment", "pi", "cdata"],
+)
+def test_markup_over_libxml2s_limit_invents_no_page_and_keeps_the_later_ones(markup: bytes) -> None:
+    # recover mode read on from inside a CDATA section over 10 MB: its "]]>" became a page
+    # "https://www.example.org/]>" and the page after it was lost (a comment or PI: lost too)
+    head = f'<urlset xmlns="{SM}"><url><loc>https://www.example.org/1</loc></url>'.encode()
+    tail = b"<url><loc>https://www.example.org/2</loc></url></urlset>"
+    reader = SitemapReader(head + markup + tail, SITEMAP_URL)
+    assert [page.url for page in reader] == ["https://www.example.org/1", "https://www.example.org/2"]
+    assert reader.error == "parse error: markup over 10 MB"
+
+
 def test_many_raw_ampersands_across_chunk_boundaries() -> None:
     # a naive generator: every URL has a raw & (the whole file is malformed), over 1 MB long
     count = 16_000

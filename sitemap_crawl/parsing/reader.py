@@ -307,6 +307,7 @@ _RESOURCE_LIMITS = (
     ("excessive depth", "elements nested deeper than 256"),
     ("amplification", "entity expansion"),
     ("buffer size limit", "markup over 10 MB"),
+    ("too big found", "markup over 10 MB"),  # (a comment, CDATA section or processing instruction)
     ("resource limit", "resource limit"),
     (ELEMENT_FLOOD, ELEMENT_FLOOD),  # (ours: see EntryGap)
 )

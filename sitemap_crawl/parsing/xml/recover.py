@@ -252,7 +252,7 @@ def _repair_markup(chunks: Iterator[bytes]) -> Iterator[bytes]:
     while character references survive. Only ASCII-compatible encodings are
     touched; a UTF-16/32 document passes unchanged.
     """
-    closer: bytes | None = None  # inside CDATA or a comment: what ends it
+    section = _Section()
     pending = b""
     first = True
     try:
@@ -268,15 +268,15 @@ def _repair_markup(chunks: Iterator[bytes]) -> Iterator[bytes]:
             if limit <= 0:
                 pending = data
                 continue
-            repaired, closer, consumed = _escape_markup(data, limit, closer)
+            repaired, consumed = _escape_markup(data, limit, section)
             pending = data[consumed:]
             yield repaired
     except StreamError:
         if pending:  # the body broke off: the bytes held back were still read
-            yield _escape_markup(pending, len(pending), closer)[0]
+            yield _escape_markup(pending, len(pending), section)[0]
         raise
     if pending:
-        yield _escape_markup(pending, len(pending), closer)[0]
+        yield _escape_markup(pending, len(pending), section)[0]
 
 
 def _reference_value(match: re.Match[bytes]) -> int:
@@ -301,21 +301,49 @@ def _surrogate_pair(data: bytes, match: re.Match[bytes]) -> tuple[bytes, int]:
     return b"&#xFFFD;", match.end()
 
 
-def _escape_markup(data: bytes, limit: int, closer: bytes | None) -> tuple[bytes, bytes | None, int]:
+class _Section:
+    """The section the repair leaves as it is (CDATA, a comment...) that it is inside, if any."""
+
+    __slots__ = ("closer", "size")
+
+    def __init__(self) -> None:
+        self.closer: bytes | None = None
+        """What ends it (None: outside any)."""
+        self.size = 0
+        """Its bytes given so far."""
+
+    def give(self, pieces: list[bytes], text: bytes) -> None:
+        """Its ``text``, but past MAX_SECTION bytes: libxml2 gives up on a longer one (its 10 MB
+        limit) and recover mode read on from inside it (a CDATA's ``]]>`` became a loc ``]>``,
+        the page after it lost); cut, the section ends where it should."""
+        room = MAX_SECTION - self.size
+        if room > 0:
+            pieces.append(text[:room])
+        self.size += len(text)
+
+
+MAX_SECTION = 9_000_000
+"""Bytes of a CDATA section, comment or processing instruction given to the recover parser
+(libxml2's limit: 10,000,000)."""
+
+
+def _escape_markup(data: bytes, limit: int, section: _Section) -> tuple[bytes, int]:
     """``data`` repaired from its start to at least ``limit`` (the bytes after it serve
-    as lookahead), what ends the CDATA section or comment it ends inside (None: neither),
-    and how far it went."""
+    as lookahead), and how far it went; ``section`` says whether it starts (and ends) inside
+    a CDATA section or comment."""
     pieces: list[bytes] = []
     position = 0
     while position < limit:
-        if closer is not None:
+        if section.closer is not None:
+            closer = section.closer
             end = data.find(closer, position)
             if end < 0 or end >= limit:
-                pieces.append(data[position:limit])
+                section.give(pieces, data[position:limit])
                 position = limit
                 break
-            pieces.append(data[position : end + len(closer)])
-            position, closer = end + len(closer), None
+            section.give(pieces, data[position:end])
+            pieces.append(closer)
+            position, section.closer = end + len(closer), None
             continue
         verbatim = _VERBATIM_START.search(data, position, limit + _REPAIR_LOOKAHEAD)
         start = verbatim.start() if verbatim is not None else -1
@@ -341,5 +369,6 @@ def _escape_markup(data: bytes, limit: int, closer: bytes | None) -> tuple[bytes
         if stop == start and verbatim is not None:
             pieces.append(verbatim.group(0))
             position = verbatim.end()
-            closer = _VERBATIM_END.get(verbatim.group(0), _INTERNAL_SUBSET_END)
-    return b"".join(pieces), closer, position
+            section.closer = _VERBATIM_END.get(verbatim.group(0), _INTERNAL_SUBSET_END)
+            section.size = 0
+    return b"".join(pieces), position
