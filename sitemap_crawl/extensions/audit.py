@@ -67,9 +67,9 @@ class SitemapAuditExtension:
         self._reader: threading.Thread | None = None
         self._broken = False
         self._reads_nothing = False
+        """The spider is not the ``sitemaps`` spider: no response comes, no process is started."""
         self._unreachable_sites: set[str] = set()
         """Sites whose robots.txt could not be reached (their website node says it), until finished."""
-        """The spider is not the ``sitemaps`` spider: no response comes, no process is started."""
         self._finished: asyncio.Future[None] | None = None
         """Set at spider close; done once every job, FINISH the last, is answered or let go."""
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
