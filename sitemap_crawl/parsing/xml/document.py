@@ -261,8 +261,8 @@ def _entry_batches(
                 if kept:
                     yield kept
             raise XmlProblem(stop, message) from exc
-        if held is not None:
-            produced = given  # recover mode gives those held back (and those after) again, in order
+        if held is not None:  # recover mode gives those held back (and those after) again, in order
+            produced = min(produced, given)
         elif late:
             yield late
         recovered = yield from one_a_list(
