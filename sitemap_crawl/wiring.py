@@ -52,7 +52,9 @@ def add_audit_extension(settings: BaseSettings, priority: int | str) -> None:
 
 def add_sitemap_request_middlewares(settings: BaseSettings, priority: int | str) -> None:
     """Enable the downloader middlewares of sitemap requests: no retry of one whose host cannot
-    be reached, and a redirected one in the download slot of the host it goes to."""
+    be reached, a redirected one in the download slot of the host it goes to, and a local file
+    over the download cap not read."""
+    from sitemap_crawl.local_files import LOCAL_FILE_MIDDLEWARE_ORDER, LocalFileSizeMiddleware
     from sitemap_crawl.redirect_slots import REDIRECT_SLOT_MIDDLEWARE_ORDER, RedirectSlotMiddleware
     from sitemap_crawl.unreachable import UNREACHABLE_MIDDLEWARE_ORDER, UnreachableHostMiddleware
 
@@ -61,6 +63,9 @@ def add_sitemap_request_middlewares(settings: BaseSettings, priority: int | str)
     )
     settings.setdefault_in_component_priority_dict(
         "DOWNLOADER_MIDDLEWARES", RedirectSlotMiddleware, REDIRECT_SLOT_MIDDLEWARE_ORDER
+    )
+    settings.setdefault_in_component_priority_dict(
+        "DOWNLOADER_MIDDLEWARES", LocalFileSizeMiddleware, LOCAL_FILE_MIDDLEWARE_ORDER
     )
     _raise_priority(settings, "DOWNLOADER_MIDDLEWARES", priority)
 

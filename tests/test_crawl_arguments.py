@@ -4,6 +4,7 @@ follow / deny, boolean spellings, and bad arguments (one clear error line, no tr
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -271,6 +272,25 @@ def test_sitemap_urls_accept_file_urls(fixture_site: SiteFactory, crawl: CrawlRu
         (site.url("/p2"), pages_url),
         (site.url("/remote-page"), site.url("/remote.xml")),
     ]
+
+
+def test_a_local_file_over_the_cap_or_not_a_file_is_not_read(crawl: CrawlRunner, tmp_path: Path) -> None:
+    # Scrapy's file handler read a whole file into memory, the cap applied after (a 600 MB
+    # file: 698 MB of RSS); a pipe (or a device) was read until it ended, if ever
+    (tmp_path / "big.xml").write_text(urlset(*(f"https://a.test/{i}" for i in range(2000))), encoding="utf-8")
+    (tmp_path / "small.xml").write_text(urlset("https://a.test/small"), encoding="utf-8")
+    os.mkfifo(tmp_path / "pipe.xml")
+    (tmp_path / "index.xml").write_text(sitemapindex("big.xml", "pipe.xml", "small.xml"), encoding="utf-8")
+    settings = {**ONE_AT_A_TIME, "SITEMAP_CRAWL_MAX_SIZE": 20_000}
+    result = crawl({"sitemap_urls": (tmp_path / "index.xml").as_uri()}, settings=settings).assert_ok()
+    assert result.tree is not None
+    (index,) = result.tree["sub_sitemaps"]
+    assert [(child["kind"], child["error"]) for child in index["sub_sitemaps"]] == [
+        ("invalid", "size limit"),
+        ("invalid", f"ignored: {tmp_path / 'pipe.xml'} is not a regular file: not read"),
+        ("xml_urlset", None),
+    ]
+    assert result.urls() == ["https://a.test/small"]
 
 
 @pytest.mark.parametrize(

@@ -375,6 +375,13 @@ STRAY_TAGS = {
         b"<url><loc>https://www.example.org/mid</loc><lastmod>t</</lastmod></url>",
         "https://www.example.org/mid",
     ),
+    # libxml2 makes "<x/ >" (or "<x a="1"]>") an empty element: taken for an open one, its end
+    # tag was added before "</url>", which libxml2 then read as the end of the root
+    "empty element written / >": (
+        b'<url><loc>https://www.example.org/mid</loc><x a="1"/ ></url>',
+        "https://www.example.org/mid",
+    ),
+    "start tag with broken attributes": (b'<url><loc>https://www.example.org/mid</loc><x a="1"]></url>', None),
     "misspelt entry end tag": (b"<url><loc>https://www.example.org/mid</loc></urll>", "https://www.example.org/mid"),
 }
 

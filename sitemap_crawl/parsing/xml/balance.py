@@ -34,6 +34,9 @@ _TOKEN = re.compile(
 libxml2 reads as end tags), a start tag (group 2), the start of a
 comment, CDATA, a processing instruction or another declaration (``<!DOCTYPE``: group 3),
 else a ``<`` that begins none of them as far as the bytes go (group 4)."""
+_OPENS = re.compile(rb"<[^\s<>/\"'!?]+(?:\s+[^\s<>/=\"']+\s*=\s*(?:\"[^\"<]*\"|'[^'<]*'))*\s*>")
+"""A start tag that opens an element: not empty (``/>``, ``/ >``), its attributes well-formed
+(libxml2 makes a start tag whose attributes are not, ``<x a="1"]>``, an empty element)."""
 _MARKUP_END = re.compile(rb"[<>]")
 _START_TAG_BODY = re.compile(rb"<[^\s<>/\"'!?]+(?:[^<>\"']++|\"[^\"]*+\"|'[^']*+')*+")
 _CLOSERS = {b"!--": b"-->", b"![CDATA[": b"]]>", b"?": b"?>", b"!": b">"}
@@ -154,7 +157,7 @@ class TagBalancer:
             if start_name is not None:
                 if stack:
                     self._parent_has_child[-1] = True
-                if data[token.end() - 2] != 0x2F:  # (not ``/>``)
+                if _OPENS.fullmatch(data, token.start(), token.end()) is not None:
                     self._push(start_name)
             elif len(stack) > 1 and end_name == stack[-1]:
                 self._pop()

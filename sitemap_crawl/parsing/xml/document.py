@@ -114,6 +114,12 @@ def _tag(element: Any) -> object:
     return getattr(element, "tag", None)
 
 
+HOLD_PIECES = 3
+"""Pieces for which the entries are held back once a line number looks wrong (see
+:func:`_entry_batches`): the error libxml2 kept to itself shows within the next one or two
+(measured); a well-formed document with an entry longer than a piece only waits."""
+
+
 def iter_entry_batches(
     make_chunks: Callable[[], Iterator[bytes]],
     dialect: Dialect,
@@ -160,8 +166,9 @@ def _entry_batches(
     gap = EntryGap(local_name(dialect.entry_tag), root_aware)
     last_line = 0  # the line of the last entry read (per piece)
     lines_fed = 0  # newlines fed so far
-    held: list[Any] | None = None  # entries held back once a line number went backwards
+    held: list[Any] | None = None  # entries held back for a piece: their line numbers looked wrong
     given = 0  # entries produced before those held back
+    pieces = held_at = 0  # pieces fed, and the one whose entries began the hold
     try:
         for chunk in make_chunks():
             end.fed(chunk)
@@ -183,11 +190,11 @@ def _entry_batches(
                 if last is not None:
                     line = last.sourceline or 0
                     if held is None and (line < last_line or line <= lines_before_this):
-                        # libxml2 read past an error it kept to itself (``&nbsp;``) and gave a
-                        # later entry, its line wrong (before the piece just fed): held back
-                        # until the error shows (recover mode then reads on in order) or does
-                        # not (a false alarm: given)
-                        held, given = [], before
+                        # libxml2 may read past an error it kept to itself (``&nbsp;``) and give
+                        # a later entry, its line wrong (before the piece just fed; an entry that
+                        # began there looks the same): held back for HOLD_PIECES pieces, in
+                        # which the error shows (recover mode then reads on in order) or not
+                        held, given, held_at = [], before, pieces
                     last_line = max(last_line, line)
                     gap.entry_read(last)
                     release_through(last)
@@ -196,6 +203,11 @@ def _entry_batches(
                         yield entries
                     else:
                         held += entries
+                if held is not None and pieces >= held_at + HOLD_PIECES:  # no error since: a false alarm
+                    if held:
+                        yield held
+                    held = None
+                pieces += 1
                 gap.fed(piece)  # (after: the entries of this piece are given before a flood stops it)
         closing = True  # (only what close() finds can be a cut: a piece fed is parsed as far as it is whole)
         strict.close()
