@@ -89,6 +89,16 @@ def test_text_after_a_root_end_tag_costs_no_sum_of_what_came_before() -> None:
     assert time.process_time() - started < 2
 
 
+@pytest.mark.parametrize("markup", [b"</" + b"a" * 300_000, b"<" + b"a" * 300_000, b'<a b="' + b"c" * 300_000])
+def test_a_long_tag_with_no_end_costs_linear_time(markup: bytes) -> None:
+    # the patterns' overlapping quantifiers would backtrack over every split of a long name
+    started = time.process_time()
+    for cut in (1000, 100_000):
+        document = b"<r><u>" + markup + b"</u></r>"
+        assert mended(document[:cut], document[cut:])[0].startswith(b"<r><u>")
+    assert time.process_time() - started < 2
+
+
 def test_a_malformed_end_tag_libxml2_reads_is_an_end_tag() -> None:
     # "</ loc>", "</loc/>", "</loc x='1'>" were written as text: the URL took them in
     for written in (b"</ l>", b"</l/>", b'</l x="1">'):

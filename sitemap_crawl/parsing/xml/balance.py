@@ -28,17 +28,20 @@ from collections.abc import Iterator
 from sitemap_crawl.parsing.xml.input import WIDE_STARTS
 
 _TOKEN = re.compile(
-    rb"<(?:/\s*([^\s<>/]+)[^<>]*>|([^\s<>/\"'!?]+)(?:[^<>\"']++|\"[^\"]*+\"|'[^']*+')*+>|(!--|!\[CDATA\[|\?|!)|())"
+    rb"<(?:/\s*([^\s<>/]+)(?:[\s/][^<>]*)?>|([^\s<>/\"'!?]+)(?:[\s/](?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?>"
+    rb"|(!--|!\[CDATA\[|\?|!)|())"
 )
 """A piece of markup: an end tag (its name: group 1; ``</ loc>`` and ``</loc x="1">`` too, which
 libxml2 reads as end tags), a start tag (group 2), the start of a
 comment, CDATA, a processing instruction or another declaration (``<!DOCTYPE``: group 3),
-else a ``<`` that begins none of them as far as the bytes go (group 4)."""
+else a ``<`` that begins none of them as far as the bytes go (group 4). No nested quantifiers
+that could match the same bytes, and no possessive ones (Python 3.11.2's are broken): a long
+name or value with no ``>`` after it costs linear time."""
 _OPENS = re.compile(rb"<[^\s<>/\"'!?]+(?:\s+[^\s<>/=\"']+\s*=\s*(?:\"[^\"<]*\"|'[^'<]*'))*\s*>")
 """A start tag that opens an element: not empty (``/>``, ``/ >``), its attributes well-formed
 (libxml2 makes a start tag whose attributes are not, ``<x a="1"]>``, an empty element)."""
 _MARKUP_END = re.compile(rb"[<>]")
-_START_TAG_BODY = re.compile(rb"<[^\s<>/\"'!?]+(?:[^<>\"']++|\"[^\"]*+\"|'[^']*+')*+")
+_START_TAG_BODY = re.compile(rb"<[^\s<>/\"'!?]+(?:[\s/](?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?")
 _CLOSERS = {b"!--": b"-->", b"![CDATA[": b"]]>", b"?": b"?>", b"!": b">"}
 """Where a piece of markup that is not a tag ends, by how it starts."""
 _CLASSIFY_BYTES = len(b"<![CDATA[")
