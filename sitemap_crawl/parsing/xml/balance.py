@@ -113,7 +113,7 @@ class TagBalancer:
         self._held = b""
         if self._off:
             return data
-        stack = self._open
+        stack, open_names, has_child = self._open, self._open_names, self._parent_has_child
         search = _TOKEN.search
         size = len(data)
         position = copied = 0
@@ -157,13 +157,18 @@ class TagBalancer:
                 copied = self._copy(data, copied, token.start())
                 self._tag_after_root()
                 self._judge_stray(end_name, start_name)
-            if start_name is not None:
-                if stack:
-                    self._parent_has_child[-1] = True
-                if _OPENS.fullmatch(data, token.start(), token.end()) is not None:
-                    self._push(start_name)
+            if start_name is not None:  # (the hot path: pushed and popped here, not by method)
+                if has_child:
+                    has_child[-1] = True
+                start, end = token.span()
+                if end - start == len(start_name) + 2 or _OPENS.fullmatch(data, start, end) is not None:
+                    stack.append(start_name)  # (``<loc>``, the usual tag, needs no look at attributes)
+                    open_names[start_name] += 1
+                    has_child.append(False)
             elif len(stack) > 1 and end_name == stack[-1]:
-                self._pop()
+                stack.pop()
+                open_names[end_name] -= 1
+                has_child.pop()
             else:
                 copied = self._copy(data, copied, token.start())
                 self._end_tag(end_name, token.group(0))
