@@ -209,6 +209,15 @@ def test_outputs_that_would_destroy_an_input_or_each_other_are_refused(
     assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
 
 
+def test_an_output_that_is_no_regular_file_is_written_as_it_is(tmp_path: Path) -> None:
+    # outputs are emptied once all are open: /dev/null (or /dev/stdout, a pipe) cannot be,
+    # and the command ended in a traceback
+    scenario(tmp_path)
+    result = _collect_command(tmp_path, "-O", "/dev/null", "--trees-out", str(tmp_path / "t.jsonl"))
+    assert result.returncode == 0, result.stderr
+    assert len((tmp_path / "t.jsonl").read_text().splitlines()) == 3
+
+
 def test_trees_out_may_be_standard_output(tmp_path: Path) -> None:
     scenario(tmp_path)
     result = _collect_command(tmp_path, "-O", str(tmp_path / "all.jsonl"), "--trees-out", "-")

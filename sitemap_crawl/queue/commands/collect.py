@@ -5,6 +5,8 @@ each site's pages exactly once from the outputs of a queue's workers (see
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -103,7 +105,7 @@ def _open_outputs(stack: ExitStack, outputs: list[tuple[str, str | None]]) -> li
             raise UsageError(f"{option} {path} cannot be written: {exc.strerror or exc}") from None
         if not existed:
             made.append(target)
-    for handle in opened:
-        if handle is not None and handle is not sys.stdout.buffer:
+    for handle in opened:  # (a regular file: /dev/stdout, /dev/null, a pipe cannot be emptied)
+        if handle is not None and stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             handle.truncate(0)
     return opened
