@@ -3,13 +3,31 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
 
+def replaceable(path: Path) -> bool:
+    """Whether a file may be written beside ``path`` and renamed over it: ``path`` is a
+    regular file or nothing yet. A device, a pipe (``/dev/null``, ``/dev/stdout``: run as
+    root, a rename would put a plain file in ``/dev/null``'s place) is written in place."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+
+
 def write_atomically(path: Path, data: bytes, before_replace: Callable[[], None] | None = None) -> None:
     """Write ``data`` to ``path`` through a temporary file that is fsynced, then renamed over
-    it; ``before_replace`` runs between the fsync and the rename."""
+    it; ``before_replace`` runs between the fsync and the rename. A ``path`` that is no
+    regular file (:func:`replaceable`) is written in place."""
+    if not replaceable(path):
+        with path.open("wb") as handle:
+            handle.write(data)
+        if before_replace is not None:
+            before_replace()
+        return
     temporary = path.with_name(path.name + ".tmp")
     with temporary.open("wb") as handle:
         handle.write(data)

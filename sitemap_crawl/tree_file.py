@@ -17,6 +17,8 @@ import secrets
 from pathlib import Path
 from typing import IO, Any
 
+from sitemap_crawl.atomic_file import replaceable
+
 LINE_SUFFIXES = (".jsonl", ".jl")
 
 
@@ -80,7 +82,7 @@ class TreeFile:
                 self._stream = self.path.open("a", encoding="utf-8")
                 if cut_short:  # a line cut short by a crash is ended, not continued
                     self._stream.write("\n")
-            elif self.lines:
+            elif self.lines or not replaceable(self.path):  # (a device or pipe: written in place)
                 self._stream = self.path.open("w", encoding="utf-8")  # a new run starts the file anew
             else:
                 # a name of its own, opened as a new file: mkstemp's would keep mode 0600
@@ -89,7 +91,9 @@ class TreeFile:
         return self._stream
 
     def _finish(self, stream: IO[str]) -> None:
-        assert self._temporary is not None
+        if self._temporary is None:  # (written in place)
+            stream.close()
+            return
         try:
             stream.flush()
             os.fsync(stream.fileno())

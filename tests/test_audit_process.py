@@ -8,6 +8,7 @@ import asyncio
 import io
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,19 @@ def test_an_earlier_runs_outputs_are_cleared_as_the_crawl_opens(tmp_path: Path) 
     extension = SitemapAuditExtension.from_crawler(crawler)
     extension._opened(SitemapsSpider(homepage="https://example.com/"))
     assert findings.read_text() == "" and not report.exists()
+
+
+def test_outputs_that_are_no_regular_files_are_left_alone(tmp_path: Path) -> None:
+    # a report sent to a device or a pipe must not be removed (as root: /dev/null itself)
+    os.mkfifo(tmp_path / "report.html")
+    os.mkfifo(tmp_path / "findings.jsonl")  # (opened to be emptied, a pipe would block)
+    settings = {
+        "SITEMAP_CRAWL_AUDIT_FILE": str(tmp_path / "findings.jsonl"),
+        "SITEMAP_CRAWL_REPORT_FILE": str(tmp_path / "report.html"),
+    }
+    extension = SitemapAuditExtension.from_crawler(get_crawler(SitemapsSpider, settings_dict=settings))
+    extension._opened(SitemapsSpider(homepage="https://example.com/"))
+    assert (tmp_path / "report.html").exists() and (tmp_path / "findings.jsonl").exists()
 
 
 def test_the_process_gives_back_the_memory_of_each_large_body(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -119,8 +119,8 @@ class SitemapAuditExtension:
         the crawl, none of theirs passes for this run's. A queue worker's findings file is its
         own across runs: kept."""
         for path, keep in ((self.path, self._appends), (self.report_path, False)):
-            if not path or keep:
-                continue
+            if not path or keep or not os.path.isfile(path):
+                continue  # (only a regular file: never /dev/null, a pipe or a device)
             try:
                 if path == self.path:
                     open(path, "w").close()  # (emptied)
