@@ -381,6 +381,12 @@ STRAY_TAGS = {
         b'<url><loc>https://www.example.org/mid</loc><x a="1"/ ></url>',
         "https://www.example.org/mid",
     ),
+    # an attribute without a value: libxml2 opens the element all the same (the mending did
+    # not, dropped its end tag as stray, and libxml2 ended the <url> there: its page lost)
+    "attribute without a value": (
+        b"<url><loc>https://www.example.org/mid</loc><x foo></x></url>",
+        "https://www.example.org/mid",
+    ),
     "start tag with broken attributes": (b'<url><loc>https://www.example.org/mid</loc><x a="1"]></url>', None),
     "misspelt entry end tag": (b"<url><loc>https://www.example.org/mid</loc></urll>", "https://www.example.org/mid"),
 }

@@ -37,9 +37,11 @@ comment, CDATA, a processing instruction or another declaration (``<!DOCTYPE``: 
 else a ``<`` that begins none of them as far as the bytes go (group 4). No nested quantifiers
 that could match the same bytes, and no possessive ones (Python 3.11.2's are broken): a long
 name or value with no ``>`` after it costs linear time."""
-_OPENS = re.compile(rb"<[^\s<>/\"'!?]+(?:\s+[^\s<>/=\"']+\s*=\s*(?:\"[^\"<]*\"|'[^'<]*'))*\s*>")
-"""A start tag that opens an element: not empty (``/>``, ``/ >``), its attributes well-formed
-(libxml2 makes a start tag whose attributes are not, ``<x a="1"]>``, an empty element)."""
+_OPENS = re.compile(rb"<[^\s<>/\"'!?]+(?:\s+[^\s<>/=\"']+(?:\s*=\s*(?:\"[^\"<]*\"|'[^'<]*'))?)*\s*>")
+"""A start tag that opens an element, as libxml2's recover mode reads it: not empty (``/>``,
+``/ >``), its attributes quoted or without a value (``<video:video allowfullscreen>`` opens);
+libxml2 makes a start tag with other bytes among its attributes (``<x a="1"]>``) an empty
+element."""
 _MARKUP_END = re.compile(rb"[<>]")
 _START_TAG_BODY = re.compile(rb"<[^\s<>/\"'!?]+(?:[\s/](?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?")
 _CLOSERS = {b"!--": b"-->", b"![CDATA[": b"]]>", b"?": b"?>", b"!": b">"}
