@@ -21,6 +21,15 @@ class SpiderArgumentError(ValueError):
     """A spider argument is missing or wrong; the crawl stops before it starts."""
 
 
+class BadHomepage(SpiderArgumentError):
+    """A homepage that names no site to map; ``problem`` says why (a homepages file's line
+    says it too, without the message's example)."""
+
+    def __init__(self, homepage: str, problem: str, example: str = "") -> None:
+        super().__init__(f"homepage={homepage!r} {problem}{example}")
+        self.problem = problem
+
+
 def parse_bool(name: str, value: object, default: bool) -> bool:
     """true/false/1/0/yes/no (any case) as a bool; ``default`` when not given (None). An
     empty value (``-a use_robots=``) is no boolean."""
@@ -62,14 +71,9 @@ def parse_homepage(value: object, normalize: bool) -> str:
     text = str(value).strip()
     parts = urlsplit(text) if usable_url(text) else None  # an unbalanced [ or a bad port: none
     if parts is None:
-        raise SpiderArgumentError(f"homepage={text!r} is not a usable URL: {unusable_because(text)}")
-    if (
-        parts is None
-        or parts.scheme.lower() not in ("http", "https")
-        or not parts.hostname
-        or _NOT_IN_A_HOST.search(parts.hostname)
-    ):
-        raise SpiderArgumentError(f"homepage={text!r} is not an http(s) URL (example: https://www.example.org/)")
+        raise BadHomepage(text, f"is not a usable URL: {unusable_because(text)}")
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or _NOT_IN_A_HOST.search(parts.hostname):
+        raise BadHomepage(text, "is not an http(s) URL", " (example: https://www.example.org/)")
     scheme = parts.scheme.lower()
     host = _ascii_host(text, parts.hostname)
     if normalize:
@@ -104,8 +108,8 @@ def _ascii_host(homepage: str, host: str) -> str:
     try:
         return unicodedata.normalize("NFKC", host).encode("idna").decode("ascii").lower()  # (ℌ -> H -> h)
     except UnicodeError:
-        raise SpiderArgumentError(
-            f"homepage={homepage!r} is not an http(s) URL: its host is not a valid internationalised domain name"
+        raise BadHomepage(
+            homepage, "is not an http(s) URL: its host is not a valid internationalised domain name"
         ) from None
 
 

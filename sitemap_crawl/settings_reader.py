@@ -353,15 +353,8 @@ class SettingsReader:
         """The parsing bounds; a body is read (downloaded, then decompressed) up to the
         smaller of SITEMAP_CRAWL_MAX_SIZE and Scrapy's DOWNLOAD_MAXSIZE (when set)."""
         max_size = self.max_size
-        value = self._settings.get("DOWNLOAD_MAXSIZE")
-        try:  # (as Scrapy reads it: int(), so "1.0" or "" would fail in its downloader)
-            download_maxsize = int(value)
-        except (TypeError, ValueError):
-            download_maxsize = -1
-        if download_maxsize < 0:  # (Scrapy would cancel every download over a negative cap)
-            raise SettingError(
-                f"DOWNLOAD_MAXSIZE must be a whole number of bytes, 0 or more (0: no cap), not {value!r}"
-            )
+        # (a negative cap: Scrapy would cancel every download)
+        download_maxsize = self._scrapy_whole("DOWNLOAD_MAXSIZE", "a whole number of bytes, 0 or more (0: no cap)")
         if download_maxsize > 0:
             max_size = min(max_size, download_maxsize)
         return Limits(
@@ -400,25 +393,29 @@ class SettingsReader:
 
     @property
     def logstats_interval(self) -> float | None:
-        """Scrapy's LOGSTATS_INTERVAL as Scrapy reads it (float()), or None when not set."""
-        value = self._settings.get("LOGSTATS_INTERVAL")
-        if value is None:
+        """Scrapy's LOGSTATS_INTERVAL (a number of seconds, 0 or more), or None when not set."""
+        if self._settings.get("LOGSTATS_INTERVAL") is None:
             return None
-        number = _finite_number(value)
-        if number is None or number < 0:
-            raise SettingError(f"LOGSTATS_INTERVAL must be a number of seconds, 0 or more, not {value!r}")
-        return number
+        return self._seconds("LOGSTATS_INTERVAL", positive=False)
 
     @property
     def concurrent_requests(self) -> int:
-        """Scrapy's CONCURRENT_REQUESTS as Scrapy reads it (int(): ``8.0`` fails there)."""
-        value = self._settings.get("CONCURRENT_REQUESTS") or 0
+        """Scrapy's CONCURRENT_REQUESTS (unset or empty: 0)."""
+        return self._scrapy_whole("CONCURRENT_REQUESTS", "a whole number, 0 or more", missing=0)
+
+    def _scrapy_whole(self, name: str, allowed: str, missing: int | None = None) -> int:
+        """One of Scrapy's whole-number settings as Scrapy reads it: ``int()`` (``1.0``, ``8.0``,
+        ``abc`` fail there, in its downloader or engine: a traceback), 0 or more; ``missing``
+        stands for a value not set or empty. SettingError otherwise."""
+        value = self._settings.get(name)
+        if missing is not None and not value:
+            return missing
         try:
             number = int(value)
         except (TypeError, ValueError):
             number = -1
         if number < 0:
-            raise SettingError(f"CONCURRENT_REQUESTS must be a whole number, 0 or more, not {value!r}")
+            raise SettingError(f"{name} must be {allowed}, not {value!r}")
         return number
 
     @property

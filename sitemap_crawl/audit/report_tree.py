@@ -11,7 +11,7 @@ many pages and findings below them. The summary holds no page and at most the bu
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from html import escape
 
@@ -136,27 +136,23 @@ def summarize_tree(
     return top, by_url
 
 
-def tree_urls(root: TreeNode) -> set[str]:
-    """The URL of every node of a tree."""
-    urls: set[str] = set()
+def _every_node(root: TreeNode) -> Iterator[TreeNode]:
+    """Every node of a tree (in no particular order)."""
     stack = [root]
     while stack:
         node = stack.pop()
-        urls.add(node.url)
+        yield node
         stack.extend(node.children.values())
-    return urls
+
+
+def tree_urls(root: TreeNode) -> set[str]:
+    """The URL of every node of a tree."""
+    return {node.url for node in _every_node(root)}
 
 
 def feed_pages(root: TreeNode) -> int:
     """The pages of a tree's RSS and Atom nodes (the audit reads no lastmod of theirs)."""
-    pages = 0
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.kind in _FEED_KINDS:
-            pages += node.page_count
-        stack.extend(node.children.values())
-    return pages
+    return sum(node.page_count for node in _every_node(root) if node.kind in _FEED_KINDS)
 
 
 _FEED_KINDS = frozenset((NodeKind.RSS.value, NodeKind.ATOM.value))

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from sitemap_crawl.arguments import SpiderArgumentError, parse_homepage
+from sitemap_crawl.arguments import BadHomepage, SpiderArgumentError, parse_homepage
 from sitemap_crawl.sites.hosts import host_of
 from sitemap_crawl.sites.shard import Shard
 
@@ -82,12 +82,11 @@ class HomepageList:
                 continue
             try:
                 homepage = parse_homepage(text, self.normalize)
-            except SpiderArgumentError as exc:
+            except BadHomepage as exc:
                 self.skipped += 1
                 if self.shard.index:
                     continue
-                why = str(exc).removeprefix(f"homepage={text!r} ")
-                logger.error("%s line %d: %r %s; skipped", self.source, number, text[:200], why.split(" (example")[0])
+                logger.error("%s line %d: %r %s; skipped", self.source, number, text[:200], exc.problem)
                 continue
             self.usable += 1
             if not self.shard.holds(host_of(homepage)):

@@ -44,8 +44,12 @@ libxml2 makes a start tag with other bytes among its attributes (``<x a="1"]>``)
 element."""
 _MARKUP_END = re.compile(rb"[<>]")
 _START_TAG_BODY = re.compile(rb"<[^\s<>/\"'!?]+(?:[\s/](?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?")
-_CLOSERS = {b"!--": b"-->", b"![CDATA[": b"]]>", b"?": b"?>", b"!": b">"}
-"""Where a piece of markup that is not a tag ends, by how it starts."""
+SECTION_ENDS = {b"<!--": b"-->", b"<![CDATA[": b"]]>", b"<?": b"?>"}
+"""What ends a comment, a CDATA section, a processing instruction: markup whose text may
+hold ``<``, tags and ``&`` that are none (the repair before the recover pass leaves it as it
+is, the mending skips it)."""
+INTERNAL_SUBSET_END = b"]>"
+"""What ends a DOCTYPE's internal subset (its entity values may hold tags)."""
 _CLASSIFY_BYTES = len(b"<![CDATA[")
 MAX_TAG_BYTES = 64 * 1024
 """A tag not ended within this many bytes ends the mending: the rest passes as it is."""
@@ -147,11 +151,11 @@ class TagBalancer:
                 if size - token.start() < _CLASSIFY_BYTES and not final:
                     position = token.start()  # (``<!`` may begin a comment or CDATA: held)
                     break
-                self._closer = _CLOSERS[other]
+                self._closer = SECTION_ENDS.get(b"<" + other, b">")  # (``<!DOCTYPE``...: to its ``>``)
                 if other == b"!" and data.startswith(b"<!DOCTYPE", token.start()):
                     bracket, close = data.find(b"[", token.end()), data.find(b">", token.end())
                     if bracket >= 0 and (close < 0 or bracket < close):
-                        self._closer = b"]>"  # (an internal subset: its entity values may hold tags)
+                        self._closer = INTERNAL_SUBSET_END
                 position = token.end()
                 continue
             self._root_end_last = False

@@ -15,7 +15,7 @@ from lxml import etree
 
 from sitemap_crawl.kinds import ErrorReason
 from sitemap_crawl.parsing.stream import StreamError
-from sitemap_crawl.parsing.xml.balance import TagBalancer
+from sitemap_crawl.parsing.xml.balance import INTERNAL_SUBSET_END, SECTION_ENDS, TagBalancer
 from sitemap_crawl.parsing.xml.entities import EntryReading
 from sitemap_crawl.parsing.xml.input import (
     DECLARATION_MAX,
@@ -162,8 +162,6 @@ _VERBATIM_START = re.compile(rb"<!\[CDATA\[|<!--|<\?|<!DOCTYPE[^>\[]*\[")
 """Where a section the repair leaves as it is begins: CDATA, a comment, a processing
 instruction, a DOCTYPE's internal subset (whose texts may mention ``<![CDATA[`` or ``<!--``
 without beginning one)."""
-_VERBATIM_END = {b"<![CDATA[": b"]]>", b"<!--": b"-->", b"<?": b"?>"}
-_INTERNAL_SUBSET_END = b"]>"
 
 
 _REPAIR_LOOKAHEAD = 32
@@ -369,6 +367,6 @@ def _escape_markup(data: bytes, limit: int, section: _Section) -> tuple[bytes, i
         if stop == start and verbatim is not None:
             pieces.append(verbatim.group(0))
             position = verbatim.end()
-            section.closer = _VERBATIM_END.get(verbatim.group(0), _INTERNAL_SUBSET_END)
+            section.closer = SECTION_ENDS.get(verbatim.group(0), INTERNAL_SUBSET_END)
             section.size = 0
     return b"".join(pieces), position
