@@ -227,3 +227,13 @@ def test_index_children_limit_counts_distinct_children() -> None:
 def test_large_index_in_order() -> None:
     body = index("".join(f"<sitemap><loc>https://www.example.org/s-{i}.xml.gz</loc></sitemap>\n" for i in range(5000)))
     assert [ref.url for ref in refs(body)] == [f"https://www.example.org/s-{i}.xml.gz" for i in range(5000)]
+
+
+def test_a_sitemap_entry_written_with_two_locs_names_the_last_as_a_url_entry_does() -> None:
+    # a <url> keeps its last <loc> and <lastmod> (as Scrapy's SitemapSpider and the audit read
+    # both entries); a <sitemap> kept its first: the crawl fetched a child the audit did not check
+    body = index(
+        "<sitemap><loc>https://www.example.org/first.xml</loc><lastmod>2020-01-01</lastmod>"
+        "<loc>https://www.example.org/second.xml</loc><lastmod>2021-02-02</lastmod></sitemap>"
+    )
+    assert refs(body) == [SitemapRef(url="https://www.example.org/second.xml", last_modified="2021-02-02")]

@@ -22,12 +22,12 @@ from sitemap_crawl.parsing.xml.libxml import LOCAL_NAMES_MAX, Element, in_extens
 
 
 def _texts(element: Element) -> dict[str, str | None]:
-    """Local name → text of the direct children (first occurrence wins), those of an
-    extension's namespace (``<image:loc>``) left out."""
+    """Local name → text of the direct children (the last occurrence wins, as in a ``<url>``:
+    :func:`extract_url`), those of an extension's namespace (``<image:loc>``) left out."""
     texts: dict[str, str | None] = {}
     for child in element:
         name = local_name(child.tag)
-        if name and name not in texts and not in_extension_namespace(child.tag):
+        if name and not in_extension_namespace(child.tag):
             texts[name] = child.text
     return texts
 
