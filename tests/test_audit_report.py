@@ -367,7 +367,7 @@ def test_many_site_report_has_a_tree_per_site(fixture_site: SiteFactory, crawl: 
             f"{one}sitemap.xml": ("xml_urlset", "1 page", "url-fragment"),
         },
         two: {  # robots.txt answered 404: no node, its finding is on the website node
-            two: ("website", "2 pages", "http-error"),
+            two: ("website", "2 pages", "no-sitemap-in-robots"),
             f"{two}sitemap.xml": ("xml_urlset", "2 pages", "known-path-only"),
         },
     }

@@ -611,3 +611,29 @@ def test_gzip_mislabelled_as_the_crawl_sees_it(fixture_site: SiteFactory, crawl:
         ("plain.xml.gz", "a .gz URL whose body is not gzip"),
         ("twice.xml", "gzip twice: Content-Encoding: gzip over a gzip file"),
     ]
+
+
+def test_a_robots_txt_that_is_not_there_says_no_sitemap_line_not_an_http_error(tmp_path: Path) -> None:
+    # RFC 9309: a robots.txt answering 4xx is none (every page may be crawled), no fault in
+    # itself; 5xx makes crawlers assume every page disallowed: that one is an error
+    path = tmp_path / "findings.jsonl"
+    audit = CrawlAudit(str(path), None, "*")
+    site, robots_url = "https://example.com/", "https://example.com/robots.txt"
+    missing = ResponseFacts(site, robots_url, "robots", 404, robots_url, "text/html")
+    assert audit.audit(missing, b"<html>Not found</html>") == Counter({"no-sitemap-in-robots": 1})
+    other = "https://other.example/"
+    moved = ResponseFacts(other, f"{other}robots.txt", "robots", 410, "https://www.other.example/robots.txt", "")
+    assert audit.audit(moved, b"") == Counter({"no-sitemap-in-robots": 1})
+    broken = ResponseFacts("https://third.example/", "https://third.example/robots.txt", "robots", 503, "", "")
+    assert audit.audit(broken._replace(final_url=broken.url), b"") == Counter({"http-error": 1})
+    # read: a sitemap elsewhere listing this host's pages is told that it does not declare it
+    sitemap = "https://sitemaps.example/s.xml"
+    listed = ResponseFacts(site, sitemap, "child", 200, sitemap, "application/xml")
+    assert audit.audit(listed, urlset("https://example.com/a").encode()) == Counter({"other-host": 1})
+    audit.finish()
+    details = [(row["rule"], row["detail"]) for row in read_findings(path)]
+    assert details[:2] == [
+        ("no-sitemap-in-robots", "no robots.txt (HTTP 404): no Sitemap: line"),
+        ("no-sitemap-in-robots", "no robots.txt (HTTP 410 at https://www.other.example/robots.txt): no Sitemap: line"),
+    ]
+    assert details[3][1].endswith("https://example.com/robots.txt was read and does not declare this sitemap")

@@ -208,6 +208,16 @@ class SiteAudit:
         if user_agent is not None:
             self._robots[url_host_and_port(robots_url)] = RobotsRules(body, user_agent)
 
+    def audit_robots_missing(self, robots_url: str, final_url: str, status: int) -> Iterator[Finding]:
+        """A robots.txt answering 4xx: there is none (RFC 9309: every page may be crawled), so
+        no Sitemap: line (``no-sitemap-in-robots``, not ``http-error``). It is read all the
+        same: it declares no sitemap (cross-submission) and disallows nothing."""
+        self.declarations.add(robots_url, set())
+        where = f" at {final_url}" if final_url != robots_url else ""
+        yield self.finding(
+            rules.NO_SITEMAP_IN_ROBOTS, robots_url, None, f"no robots.txt (HTTP {status}{where}): no Sitemap: line"
+        )
+
     def audit_fetch(
         self, url: str, final_url: str, status: int, content_type: str = "", *, known_path: bool = False
     ) -> Iterator[Finding]:

@@ -133,7 +133,9 @@ HREFLANG_NOT_RECIPROCAL = Rule(
 )
 
 # discovery
-NO_SITEMAP_IN_ROBOTS = Rule("no-sitemap-in-robots", W, "discovery", "robots.txt has no Sitemap: line.", G)
+NO_SITEMAP_IN_ROBOTS = Rule(
+    "no-sitemap-in-robots", W, "discovery", "robots.txt has no Sitemap: line (or there is none: it answers 4xx).", G
+)
 RELATIVE_SITEMAP_LINE = Rule(
     "relative-sitemap-line", E, "discovery", "A robots.txt Sitemap: line whose URL is not absolute.", P
 )
@@ -150,7 +152,9 @@ PAGE_DISALLOWED = Rule(
 FOUND_AT_KNOWN_PATH = Rule(
     "known-path-only", N, "discovery", "A sitemap found at a well-known path, not declared in robots.txt.", G
 )
-HTTP_ERROR = Rule("http-error", E, "discovery", "A sitemap or robots.txt URL answers an HTTP error.", G)
+HTTP_ERROR = Rule(
+    "http-error", E, "discovery", "A sitemap URL answers an HTTP error, or robots.txt a server error (5xx).", G
+)
 DOWNLOAD_FAILED = Rule(
     "download-failed",
     E,
