@@ -87,6 +87,28 @@ CHECKED_PROPERTIES = (
 """The properties :meth:`SettingsReader.check` reads: each raises SettingError for a value out of range."""
 
 
+_BATCH_ITEM_COUNT = "a whole number, 0 or more (0: one file)"
+
+
+def _int_as_scrapy_reads(value: Any) -> int:
+    """``int(value)`` as Scrapy reads its whole-number settings; -1 when that fails."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
+
+
+def _feed_batch_item_count(uri: object, options: dict[str, Any]) -> int:
+    """A feed's ``batch_item_count`` as Scrapy reads it (``int()``); SettingError otherwise."""
+    value = options.get("batch_item_count")
+    if not value:
+        return 0
+    count = _int_as_scrapy_reads(value)
+    if count < 0:
+        raise SettingError(f"FEEDS: {uri}: batch_item_count must be {_BATCH_ITEM_COUNT}, not {value!r}")
+    return count
+
+
 def _unrolls_batches(exporter: Any) -> bool:
     """Whether a FEED_EXPORTERS value (a class or its import path; None: no exporter for the
     format, Scrapy says so) writes a row a page of a page batch (sitemap_crawl's exporters)."""
@@ -237,18 +259,18 @@ class SettingsReader:
         ``item_filter``; or because a feed's format is mapped (FEED_EXPORTERS) to an exporter
         that does not unroll page batches (a project's own: it wrote a row a batch)."""
         settings = self._settings
-        if int(settings.get("FEED_EXPORT_BATCH_ITEM_COUNT") or 0) > 0:
+        if self._scrapy_whole("FEED_EXPORT_BATCH_ITEM_COUNT", _BATCH_ITEM_COUNT, missing=0) > 0:
             return True
-        if int(settings.get("CLOSESPIDER_ITEMCOUNT") or 0) > 0:
+        if self._scrapy_whole("CLOSESPIDER_ITEMCOUNT", "a whole number, 0 or more (0: no limit)", missing=0) > 0:
             return True
         feeds = settings.getdict("FEEDS") if hasattr(settings, "getdict") else {}
         exporters = settings.getwithbase("FEED_EXPORTERS") if hasattr(settings, "getwithbase") else {}
         return any(
-            int(options.get("batch_item_count") or 0) > 0
+            _feed_batch_item_count(uri, options) > 0
             or options.get("item_classes")
             or options.get("item_filter")
             or not _unrolls_batches(exporters.get(options.get("format")))
-            for options in (options or {} for options in feeds.values())
+            for uri, options in ((uri, options or {}) for uri, options in feeds.items())
         )
 
     @property
@@ -410,10 +432,7 @@ class SettingsReader:
         value = self._settings.get(name)
         if missing is not None and not value:
             return missing
-        try:
-            number = int(value)
-        except (TypeError, ValueError):
-            number = -1
+        number = _int_as_scrapy_reads(value)
         if number < 0:
             raise SettingError(f"{name} must be {allowed}, not {value!r}")
         return number

@@ -325,3 +325,33 @@ def test_the_per_ip_and_per_slot_bounds_hold_for_sitemap_requests(
     else:
         assert site.most_in_flight["s00.test"] == 1  # its index's 12 slow children, one at a time
         assert max(site.most_in_flight.values()) <= PER_HOST
+
+
+def test_feeds_that_count_or_filter_items_get_every_page_of_the_helper_processes(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # a feed's item_classes, item_filter or batch_item_count makes every page an item of its
+    # own: the helpers' pages came as page batches all the same, dropped by item_classes and
+    # counted as one item each by batch_item_count
+    routes: dict[str, RouteLike] = {}
+    for n in range(8):
+        name = f"s{n}.test"
+        routes[f"//{name}/robots.txt"] = robots(f"{host(name)}/map.xml")
+        routes[f"//{name}/map.xml"] = urlset(*(f"{host(name)}/p{i}" for i in range(20)))
+    site = fixture_site(routes)
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text("".join(f"http://s{n}.test:{site.port}/\n" for n in range(8)), encoding="utf-8")
+    classes, parts = tmp_path / "classes.jsonl", tmp_path / "parts"
+    feeds = {
+        str(classes): {"format": "jsonlines", "item_classes": ["sitemap_crawl.items.SitemapPage"]},
+        str(parts / "p-%(batch_id)s.jsonl"): {"format": "jsonlines", "batch_item_count": 30},
+    }
+    settings = {**SETTINGS, "SITEMAP_CRAWL_PROCESSES": 2, "FEEDS": feeds}
+
+    result = crawl({"homepages_file": str(homepages)}, settings=settings).assert_ok()
+
+    assert "Mapping the sites in 2 crawl processes" in result.log
+    assert len(result.pages) == 160
+    assert len(classes.read_text("utf-8").splitlines()) == 160
+    sizes = sorted(len(path.read_text("utf-8").splitlines()) for path in parts.iterdir())
+    assert sum(sizes) == 160 and max(sizes) == 30, sizes

@@ -29,6 +29,10 @@ from sitemap_crawl.settings_reader import SettingError, SettingsReader
         ("CONCURRENT_REQUESTS", "-3", "a whole number, 0 or more"),
         ("CONCURRENT_REQUESTS", "8.0", "a whole number, 0 or more"),  # (Scrapy's int() fails on it)
         ("LOGSTATS_INTERVAL", "abc", "a number of seconds, 0 or more"),
+        # (read to choose a page an item: a ValueError traceback from this project's own check)
+        ("FEED_EXPORT_BATCH_ITEM_COUNT", "abc", "a whole number, 0 or more (0: one file)"),
+        ("FEED_EXPORT_BATCH_ITEM_COUNT", "1.5", "a whole number, 0 or more (0: one file)"),
+        ("CLOSESPIDER_ITEMCOUNT", "abc", "a whole number, 0 or more (0: no limit)"),
         (
             "SITEMAP_CRAWL_SHARD",
             "3/2",
@@ -198,3 +202,12 @@ def test_a_bound_per_address_keeps_a_many_site_run_in_one_process() -> None:
     config = SettingsReader(Settings({"CONCURRENT_REQUESTS_PER_IP": 2, "SITEMAP_CRAWL_PROCESSES": 2}))
     assert config.crawl_processes == 1
     assert SettingsReader(Settings({"SITEMAP_CRAWL_PROCESSES": 2})).crawl_processes == 2
+
+
+def test_a_feeds_batch_item_count_that_is_no_number_is_refused_by_check() -> None:
+    feeds = {"pages-%(batch_id)s.jsonl": {"format": "jsonlines", "batch_item_count": "abc"}}
+    with pytest.raises(SettingError) as raised:
+        SettingsReader(Settings({"FEEDS": feeds})).check()
+    assert str(raised.value) == (
+        "FEEDS: pages-%(batch_id)s.jsonl: batch_item_count must be a whole number, 0 or more (0: one file), not 'abc'"
+    )

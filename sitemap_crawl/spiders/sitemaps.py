@@ -481,7 +481,8 @@ class SitemapsSpider(Spider):
         if tag == PAGES:
             batch = page_batch(message)
             self.pages_read += len(batch.pages)
-            return list(batch.pages) if message[3] is None else [batch]
+            # (a helper sends batches; this process's feeds may need a page an item: batch_size 0)
+            return list(batch.pages) if message[3] is None or not self.batch_size else [batch]
         if tag == NODE:
             _, website_url, node = message
             self._report_node(website_url, node)
