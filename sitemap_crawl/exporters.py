@@ -123,10 +123,13 @@ class JsonLinesPageExporter(PageRows, JsonLinesItemExporter):
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
         page_bytes = self._page_bytes()
-        if _writes_any_text(self.encoding):  # the common case: no page can fail, all at once
-            data = b"\n".join([page_bytes(page) for page in pages])
-        else:  # page by page, each failure logged
-            data = b"\n".join(exported_rows(pages, page_bytes))
+        batch = list(pages)
+        try:  # the common case (a UTF encoding, plain values): all at once
+            if not _writes_any_text(self.encoding):
+                raise UnicodeError
+            data = b"\n".join([page_bytes(page) for page in batch])
+        except Exception:  # page by page, each failure logged (a number orjson cannot write...)
+            data = b"\n".join(exported_rows(batch, page_bytes))
         if data:
             self.file.write(data + b"\n")
 

@@ -184,3 +184,18 @@ def test_a_page_a_pipeline_handed_on_as_a_dict_keeps_the_row_format() -> None:
     assert export(CsvPageExporter, row) == export(CsvPageExporter, image_page([Image("http://a.test/i.jpg", "c")]))
     xml = export(XmlPageExporter, row)
     assert b"None" not in xml and b"<title></title>" in xml
+
+
+@pytest.mark.parametrize("exporter_class", [JsonLinesPageExporter, JsonPageExporter])
+def test_a_page_the_json_encoder_cannot_write_loses_its_row_only(
+    exporter_class: type, caplog: pytest.LogCaptureFixture
+) -> None:
+    # (a number orjson cannot write, set by a pipeline: the JSON lines feed lost the whole
+    # batch, and its exception stopped Scrapy's loop over the other feeds)
+    pages = batch("a", "b", "c")
+    pages.pages[1].priority = 10**30  # type: ignore[assignment]
+    with caplog.at_level(logging.ERROR, logger="sitemap_crawl.exporters"):
+        data = export(exporter_class, pages, encoding="utf-8", ensure_ascii=False)  # (as a feed has it)
+
+    assert urls(exporter_class, data) == ["http://a.test/a", "http://a.test/c"]
+    assert [record.getMessage() for record in caplog.records] == ["Error exporting page http://a.test/b to the feed"]

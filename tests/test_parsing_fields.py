@@ -291,6 +291,10 @@ def test_split_list(raw: str | None, expected: list[str]) -> None:
         ("PT10M", None),
         ("", None),
         (None, None),
+        # past what a feed's JSON encoder writes (a 64-bit integer): the batch failed to export
+        ("99999999999999999999999", None),
+        (str(2**63), None),
+        (str(2**63 - 1), 2**63 - 1),
     ],
 )
 def test_parse_duration(raw: str | None, expected: int | None) -> None:

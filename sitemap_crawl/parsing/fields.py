@@ -132,15 +132,20 @@ def split_list(text: str | None) -> list[str]:
     return [item for item in (part.strip() for part in text.split(",")) if item]
 
 
+MAX_DURATION = 2**63 - 1
+"""The longest video duration kept (seconds): a feed's JSON encoder writes 64-bit integers."""
+
+
 def parse_duration(text: str | None) -> int | None:
-    """Video duration in whole seconds, or None."""
+    """Video duration in whole seconds (0 to :data:`MAX_DURATION`), or None."""
     if text is None:
         return None
+    text = text.strip()
     try:
-        value = int(float(text.strip()))
+        value = int(text) if text.isdigit() else int(float(text))
     except (ValueError, OverflowError):
         return None
-    return value if value >= 0 else None
+    return value if 0 <= value <= MAX_DURATION else None
 
 
 def parse_yes_no(text: str | None) -> bool | None:
