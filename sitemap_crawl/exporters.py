@@ -122,6 +122,12 @@ class JsonLinesPageExporter(PageRows, JsonLinesItemExporter):
     """JSON lines: one object per page."""
 
     def _export_pages(self, pages: Iterator[SitemapPage]) -> None:
+        encoding = self.encoding or "utf-8"
+        if "\n".encode(encoding) != b"\n":  # (UTF-16, UTF-32: each row and its newline encoded, as Scrapy's)
+            encode, page_dict = self.encoder.encode, self._page_dict
+            for data in exported_rows(pages, lambda page: (encode(page_dict(page)) + "\n").encode(encoding)):
+                self.file.write(data)
+            return
         page_bytes = self._page_bytes()
         batch = list(pages)
         try:  # the common case (a UTF encoding, plain values): all at once

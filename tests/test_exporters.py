@@ -199,3 +199,10 @@ def test_a_page_the_json_encoder_cannot_write_loses_its_row_only(
 
     assert urls(exporter_class, data) == ["http://a.test/a", "http://a.test/c"]
     assert [record.getMessage() for record in caplog.records] == ["Error exporting page http://a.test/b to the feed"]
+
+
+def test_json_lines_in_utf_16_end_each_row_with_an_encoded_newline() -> None:
+    # (rows joined by a single byte 0x0a: every row after an odd one was unreadable)
+    data = export(JsonLinesPageExporter, batch("a", "b"), batch("c"), encoding="utf-16")
+    rows = data.decode("utf-16-le").replace("\ufeff", "").splitlines()  # (a byte order mark a row, as Scrapy's)
+    assert [json.loads(row)["url"] for row in rows] == [f"http://a.test/{x}" for x in "abc"]
