@@ -11,9 +11,11 @@ from pathlib import Path
 def replaceable(path: Path) -> bool:
     """Whether a file may be written beside ``path`` and renamed over it: ``path`` is a
     regular file or nothing yet. A device, a pipe (``/dev/null``, ``/dev/stdout``: run as
-    root, a rename would put a plain file in ``/dev/null``'s place) is written in place."""
+    root, a rename would put a plain file in ``/dev/null``'s place) is written in place, and
+    so is a symbolic link (``/dev/stdout`` with the output sent to a file: a rename put a
+    plain file in the link's place)."""
     try:
-        return stat.S_ISREG(os.stat(path).st_mode)
+        return not os.path.islink(path) and stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:
         return True
 

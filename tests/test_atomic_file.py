@@ -51,3 +51,14 @@ def test_the_tree_file_is_written_in_place_into_a_pipe(tmp_path: Path) -> None:
     tree_file.close()
     reader.join(5)
     assert b'"kind": "website"' in got[0] and not replaceable(pipe)
+
+
+def test_a_symbolic_link_is_written_through_not_replaced(tmp_path: Path) -> None:
+    # (/dev/stdout -> /proc/self/fd/1 with the output sent to a file: the rename put a plain
+    # file in place of the link, for every later program)
+    target = tmp_path / "target.txt"
+    target.write_bytes(b"old")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    write_atomically(link, b"new")
+    assert link.is_symlink() and target.read_bytes() == b"new"
