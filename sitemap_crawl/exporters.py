@@ -125,16 +125,18 @@ class JsonLinesPageExporter(PageRows, JsonLinesItemExporter):
         encoding = self.encoding or "utf-8"
         if "\n".encode(encoding) != b"\n":  # (UTF-16, UTF-32: each row and its newline encoded, as Scrapy's)
             encode, page_dict = self.encoder.encode, self._page_dict
-            for data in exported_rows(pages, lambda page: (encode(page_dict(page)) + "\n").encode(encoding)):
-                self.file.write(data)
+            for row in exported_rows(pages, lambda page: (encode(page_dict(page)) + "\n").encode(encoding)):
+                self.file.write(row)
             return
         page_bytes = self._page_bytes()
         batch = list(pages)
-        try:  # the common case (a UTF encoding, plain values): all at once
-            if not _writes_any_text(self.encoding):
-                raise UnicodeError
-            data = b"\n".join([page_bytes(page) for page in batch])
-        except Exception:  # page by page, each failure logged (a number orjson cannot write...)
+        data: bytes | None = None
+        if _writes_any_text(self.encoding):  # the common case: all at once
+            try:
+                data = b"\n".join([page_bytes(page) for page in batch])
+            except Exception:  # (a number orjson cannot write...): page by page below
+                data = None
+        if data is None:  # page by page, each failure logged
             data = b"\n".join(exported_rows(batch, page_bytes))
         if data:
             self.file.write(data + b"\n")
