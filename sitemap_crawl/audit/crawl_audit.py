@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from http import HTTPStatus
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
@@ -102,7 +101,7 @@ class CrawlAudit:
         audit.responses_audited.add((url, final_url))
         if role == KNOWN and status < 400 and found_nothing(body, final_url):
             return  # a probe that found nothing (a "not found" page...): left out of the tree too
-        if role == ROBOTS and HTTPStatus.BAD_REQUEST <= status < HTTPStatus.INTERNAL_SERVER_ERROR:
+        if role == ROBOTS and 400 <= status < 500:
             yield from audit.audit_robots_missing(url, final_url, status)  # (a 5xx is an http-error)
             return
         if status >= 400:
