@@ -280,19 +280,29 @@ def test_the_warning_of_a_file_without_homepages_is_said_once_and_only_then(craw
     assert "Sites: 0 mapped" in empty.log
 
 
+def sites_of_page_sitemaps(
+    fixture_site: SiteFactory, tmp_path: Path, sites: int, maps: int, pages: int, delay: float = 0.0
+) -> Path:
+    """``sites`` sites s0.test, s1.test..., each a robots.txt declaring ``maps`` sitemaps of
+    ``pages`` pages (each answered after ``delay`` s); the homepages file that lists them."""
+    routes: dict[str, RouteLike] = {}
+    for n in range(sites):
+        name = f"s{n}.test"
+        routes[f"//{name}/robots.txt"] = robots(*(f"{host(name)}/map{m}.xml" for m in range(maps)))
+        for m in range(maps):
+            listed = urlset(*(f"{host(name)}/p{m}-{i}" for i in range(pages)))
+            routes[f"//{name}/map{m}.xml"] = Route(listed, delay=delay)
+    site = fixture_site(routes)
+    homepages = tmp_path / "sites.txt"
+    homepages.write_text("".join(f"http://s{n}.test:{site.port}/\n" for n in range(sites)), encoding="utf-8")
+    return homepages
+
+
 def test_a_run_a_closespider_limit_stops_stops_its_crawl_processes_without_an_error(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
 ) -> None:
     # the main process ends its helpers itself (SIGTERM): that is no helper dying
-    routes: dict[str, RouteLike] = {}
-    for n in range(4):
-        name = f"s{n}.test"
-        routes[f"//{name}/robots.txt"] = robots(*(f"{host(name)}/map{m}.xml" for m in range(3)))
-        for m in range(3):
-            routes[f"//{name}/map{m}.xml"] = Route(urlset(*(f"{host(name)}/p{m}-{i}" for i in range(50))), delay=0.5)
-    site = fixture_site(routes)
-    homepages = tmp_path / "sites.txt"
-    homepages.write_text("".join(f"http://s{n}.test:{site.port}/\n" for n in range(4)), encoding="utf-8")
+    homepages = sites_of_page_sitemaps(fixture_site, tmp_path, sites=4, maps=3, pages=50, delay=0.5)
     settings = {**SETTINGS, "SITEMAP_CRAWL_PROCESSES": 2, "CLOSESPIDER_PAGECOUNT": 3}
 
     result = crawl({"homepages_file": str(homepages)}, settings=settings).assert_ok()
@@ -333,14 +343,7 @@ def test_feeds_that_count_or_filter_items_get_every_page_of_the_helper_processes
     # a feed's item_classes, item_filter or batch_item_count makes every page an item of its
     # own: the helpers' pages came as page batches all the same, dropped by item_classes and
     # counted as one item each by batch_item_count
-    routes: dict[str, RouteLike] = {}
-    for n in range(8):
-        name = f"s{n}.test"
-        routes[f"//{name}/robots.txt"] = robots(f"{host(name)}/map.xml")
-        routes[f"//{name}/map.xml"] = urlset(*(f"{host(name)}/p{i}" for i in range(20)))
-    site = fixture_site(routes)
-    homepages = tmp_path / "sites.txt"
-    homepages.write_text("".join(f"http://s{n}.test:{site.port}/\n" for n in range(8)), encoding="utf-8")
+    homepages = sites_of_page_sitemaps(fixture_site, tmp_path, sites=8, maps=1, pages=20)
     classes, parts = tmp_path / "classes.jsonl", tmp_path / "parts"
     feeds = {
         str(classes): {"format": "jsonlines", "item_classes": ["sitemap_crawl.items.SitemapPage"]},
