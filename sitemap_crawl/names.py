@@ -78,6 +78,10 @@ DOWNLOAD_META_KEY = "sitemap_crawl_loader_download"
 DUPES_ONLY_META_KEY = "sitemap_crawl_dont_filter_dupes_only"
 """Request meta key: the page request's ``dont_filter`` is there to skip the duplicate filter
 only; allowed_domains still applies to it and to its redirects (internal)."""
+CONDITIONAL_META_KEY = "sitemap_crawl_conditional"
+"""Request meta key of a history run's sitemap request: (the URL its stored validators came
+from, keyed by :func:`~sitemap_crawl.parsing.fields.same_url_key`; {header name: value}), for
+:mod:`sitemap_crawl.history.conditional`."""
 AUDIT_ENCODING_META_KEY = "sitemap_crawl_audit_encoding"
 """Request meta key: the Content-Encoding a sitemap was sent with, noted by the audit before
 Scrapy's HttpCompressionMiddleware decodes the body and removes the header (internal)."""

@@ -53,7 +53,8 @@ def add_audit_extension(settings: BaseSettings, priority: int | str) -> None:
 def add_sitemap_request_middlewares(settings: BaseSettings, priority: int | str) -> None:
     """Enable the downloader middlewares of sitemap requests: no retry of one whose host cannot
     be reached, a redirected one in the download slot of the host it goes to, and a local file
-    over the download cap not read."""
+    over the download cap not read; a history run's validators sent to the URL they came from."""
+    from sitemap_crawl.history.conditional import CONDITIONAL_MIDDLEWARE_ORDER, ConditionalHeadersMiddleware
     from sitemap_crawl.local_files import LOCAL_FILE_MIDDLEWARE_ORDER, LocalFileSizeMiddleware
     from sitemap_crawl.redirect_slots import REDIRECT_SLOT_MIDDLEWARE_ORDER, RedirectSlotMiddleware
     from sitemap_crawl.unreachable import UNREACHABLE_MIDDLEWARE_ORDER, UnreachableHostMiddleware
@@ -66,6 +67,9 @@ def add_sitemap_request_middlewares(settings: BaseSettings, priority: int | str)
     )
     settings.setdefault_in_component_priority_dict(
         "DOWNLOADER_MIDDLEWARES", LocalFileSizeMiddleware, LOCAL_FILE_MIDDLEWARE_ORDER
+    )
+    settings.setdefault_in_component_priority_dict(
+        "DOWNLOADER_MIDDLEWARES", ConditionalHeadersMiddleware, CONDITIONAL_MIDDLEWARE_ORDER
     )
     _raise_priority(settings, "DOWNLOADER_MIDDLEWARES", priority)
 

@@ -147,6 +147,51 @@ def test_the_same_body_without_validators_exports_nothing(
     assert "sitemap_crawl/history/not_modified" not in second.stats
 
 
+def _redirected_site(fixture_site: SiteFactory) -> FixtureServer:
+    """/sitemap.xml redirects to /v2.xml; /v1.xml, another file, has the same Last-Modified."""
+    return fixture_site(
+        {
+            "/robots.txt": robots("{base}/sitemap.xml"),
+            "/sitemap.xml": Route(redirect_to="/v2.xml"),
+            "/v2.xml": Route(urlset("{base}/p1", "{base}/p2"), last_modified=DATE),
+            "/v1.xml": Route(urlset("{base}/p1", "{base}/old"), last_modified=DATE),
+        }
+    )
+
+
+def test_a_redirected_sitemap_is_asked_conditionally_where_it_was_answered(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = _redirected_site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site.reset()
+
+    second = _run(crawl, site, history)
+
+    assert second.pages == []
+    assert site.requests_for("/sitemap.xml")[0].header("If-Modified-Since") is None
+    assert site.requests_for("/v2.xml")[0].header("If-Modified-Since") == DATE
+    assert second.stats["sitemap_crawl/history/not_modified"] == 1
+
+
+def test_a_sitemap_redirected_to_another_file_exports_its_changes(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = _redirected_site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site["/sitemap.xml"] = Route(redirect_to="/v1.xml")
+    site.reset()
+
+    second = _run(crawl, site, history)
+
+    assert site.requests_for("/v1.xml")[0].header("If-Modified-Since") is None  # (v2's date says nothing of v1)
+    assert _changes(second.pages, site.base) == [("/old", "added"), ("/p2", "removed")]
+    third = _run(crawl, site, history)
+    assert third.pages == []
+
+
 @pytest.mark.parametrize("output_format", ["jsonl", "json", "csv", "xml"])
 def test_a_changed_sitemap_exports_exactly_its_changes(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path, output_format: str

@@ -235,6 +235,25 @@ def test_a_history_written_before_the_staging_tables_gets_them(tmp_path: Path) -
         assert db.execute("SELECT count(*) FROM staged JOIN staged_pages ON staged_id = id").fetchone() == (0,)
 
 
+def test_a_history_written_before_validated_urls_gets_the_column_and_keeps_its_states(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    state = SitemapState("http://x/s.xml", "xml_urlset", '"e"', "Mon", "h1", 1)
+    _in_a_run(path, lambda store: asyncio.wrap_future(store.commit(state, [("http://x/p", "d", b"{}")])))
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE sitemaps DROP COLUMN validated_url")
+    moved = dataclasses.replace(state, validated_url="https://x/s.xml")
+
+    async def reopened(store: HistoryStore) -> None:
+        assert await store.state(state.url) == state  # (validated by its own URL, as then)
+        await asyncio.wrap_future(store.commit(moved, None))
+
+    async def again(store: HistoryStore) -> None:
+        assert await store.state(state.url) == moved
+
+    _in_a_run(path, reopened)
+    _in_a_run(path, again)
+
+
 def test_a_history_another_process_holds_locked_is_said_to_be_in_use(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,6 +3,7 @@
 store.py   the SQLite file, on one worker thread of its own
 diff.py    one sitemap's pages against the stored ones: added / modified / removed (pure)
 tracker.py the spider's side: validators on requests, unchanged / changed, commit after export
+conditional.py the downloader middleware that sends the validators to the URL they came from
 """
 
 from sitemap_crawl.history.diff import ADDED, MODIFIED, REMOVED, PageDiff, diff_pages

@@ -49,11 +49,16 @@ timeout, as Python's default)."""
 _HISTORY_TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS sitemaps (id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE, etag TEXT, "
-    "last_modified TEXT, body_hash TEXT, kind TEXT NOT NULL, page_count INTEGER NOT NULL, children TEXT NOT NULL)",
+    "last_modified TEXT, body_hash TEXT, kind TEXT NOT NULL, page_count INTEGER NOT NULL, children TEXT NOT NULL, "
+    "validated_url TEXT)",
     "CREATE TABLE IF NOT EXISTS pages (sitemap_id INTEGER NOT NULL, url TEXT NOT NULL, hash TEXT NOT NULL, "
     "record BLOB NOT NULL, PRIMARY KEY (sitemap_id, url)) WITHOUT ROWID",
 )
-"""The tables that hold the history: an existing file must have each, with every column."""
+"""The tables that hold the history: an existing file must have each, with every column
+(but those of :data:`_ADDED_COLUMNS`)."""
+_ADDED_COLUMNS = {("sitemaps", "validated_url"): "ALTER TABLE sitemaps ADD COLUMN validated_url TEXT"}
+"""Columns added after files of this version were written: added to such a file when it is
+opened (NULL in its rows: what a NULL means is what those files meant)."""
 _STAGING_TABLES = {
     "staged": "CREATE TABLE staged (id INTEGER PRIMARY KEY, site TEXT NOT NULL, state TEXT NOT NULL, "
     "has_pages INTEGER NOT NULL, forget TEXT NOT NULL)",
@@ -90,15 +95,26 @@ def _missing_layout(db: sqlite3.Connection) -> list[str]:
         if not present:
             missing.append(f"table {table}")
         else:
-            missing += [f"column {table}.{column}" for column in columns if column not in present]
+            missing += [
+                f"column {table}.{column}"
+                for column in columns
+                if column not in present and (table, column) not in _ADDED_COLUMNS
+            ]
     return missing
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    """Add the :data:`_ADDED_COLUMNS` a file written before them lacks."""
+    for (table, column), statement in _ADDED_COLUMNS.items():
+        if column not in _columns(db, table):
+            db.execute(statement)
 
 
 _BEFORE_RUN_SCHEMA = (
     # kind NULL: the sitemap was not in the history; pages_kept: its pages were copied
     # (until then they are the ones in ``pages``: only its validators were replaced)
     "CREATE TEMP TABLE before_run (url TEXT PRIMARY KEY, kind TEXT, etag TEXT, last_modified TEXT, "
-    "body_hash TEXT, page_count INTEGER, children TEXT, pages_kept INTEGER NOT NULL)",
+    "body_hash TEXT, page_count INTEGER, children TEXT, validated_url TEXT, pages_kept INTEGER NOT NULL)",
     "CREATE TEMP TABLE before_run_pages (sitemap TEXT NOT NULL, url TEXT NOT NULL, hash TEXT NOT NULL, "
     "record BLOB NOT NULL, PRIMARY KEY (sitemap, url)) WITHOUT ROWID",
 )
@@ -124,6 +140,10 @@ class SitemapState:
     """Every sub-sitemap it lists (an index, robots.txt), with its lastmod, whether a run
     followed it or not: an unchanged sitemap's children go through each run's follow /
     deny / since as if its body had been read."""
+    validated_url: str | None = None
+    """The URL whose answer carried ``etag`` / ``last_modified`` when it is not ``url`` (the
+    end of the redirects ``url`` answered with, keyed as ``url`` is): the validators are
+    sent to that URL only, as they say nothing of another one."""
 
 
 def children_json(children: list[SitemapRef]) -> str:
@@ -138,12 +158,14 @@ def children_from_json(text: str) -> list[SitemapRef]:
 
 def _state_json(state: SitemapState) -> str:
     fields = (state.url, state.kind, state.etag, state.last_modified, state.body_hash, state.page_count)
-    return json.dumps([*fields, children_json(state.children)])
+    return json.dumps([*fields, children_json(state.children), state.validated_url])
 
 
 def _state_from_json(text: str) -> SitemapState:
-    url, kind, etag, last_modified, body_hash, page_count, children = json.loads(text)
-    return SitemapState(url, kind, etag, last_modified, body_hash, page_count, children_from_json(children))
+    url, kind, etag, last_modified, body_hash, page_count, children, validated_url = json.loads(text)
+    return SitemapState(
+        url, kind, etag, last_modified, body_hash, page_count, children_from_json(children), validated_url
+    )
 
 
 StoredPages = dict[str, tuple[str, bytes]]
@@ -242,6 +264,7 @@ class HistoryStore:
             db.execute("BEGIN IMMEDIATE")  # the write lock now: a lock held elsewhere is waited for
             if tables:
                 self._check(db)
+                _add_columns(db)
                 _key_sitemap_urls(db)
             else:
                 for statement in _HISTORY_TABLES:
@@ -283,14 +306,16 @@ class HistoryStore:
 
     def _state(self, url: str) -> SitemapState | None:
         assert self._db is not None
-        columns = "kind, etag, last_modified, body_hash, page_count, children"
+        columns = "kind, etag, last_modified, body_hash, page_count, children, validated_url"
         row = self._db.execute(f"SELECT {columns} FROM before_run WHERE url = ?", (url,)).fetchone()
         if row is None:
             row = self._db.execute(f"SELECT {columns} FROM sitemaps WHERE url = ?", (url,)).fetchone()
         if row is None or row[0] is None:
             return None
-        kind, etag, last_modified, body_hash, page_count, children = row
-        return SitemapState(url, kind, etag, last_modified, body_hash, page_count, children_from_json(children))
+        kind, etag, last_modified, body_hash, page_count, children, validated_url = row
+        return SitemapState(
+            url, kind, etag, last_modified, body_hash, page_count, children_from_json(children), validated_url
+        )
 
     def _pages(self, url: str) -> StoredPages:
         assert self._db is not None
@@ -385,7 +410,7 @@ class HistoryStore:
         of this run that changes it (its pages too if ``with_pages``): what the store reads."""
         db.execute(
             "INSERT OR IGNORE INTO before_run SELECT url, kind, etag, last_modified, body_hash, page_count, "
-            "children, 0 FROM sitemaps WHERE url = ?",
+            "children, validated_url, 0 FROM sitemaps WHERE url = ?",
             (url,),
         )
         db.execute("INSERT OR IGNORE INTO before_run (url, pages_kept) VALUES (?, 1)", (url,))  # was not there
@@ -409,10 +434,11 @@ class HistoryStore:
             db.execute("DELETE FROM sitemaps WHERE url = ?", (gone,))
         cls._keep_before_run(db, state.url, with_pages)
         (sitemap_id,) = db.execute(
-            "INSERT INTO sitemaps (url, etag, last_modified, body_hash, kind, page_count, children) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, "
+            "INSERT INTO sitemaps (url, etag, last_modified, body_hash, kind, page_count, children, validated_url) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, "
             "last_modified = excluded.last_modified, body_hash = excluded.body_hash, kind = excluded.kind, "
-            "page_count = excluded.page_count, children = excluded.children RETURNING id",
+            "page_count = excluded.page_count, children = excluded.children, "
+            "validated_url = excluded.validated_url RETURNING id",
             (
                 state.url,
                 state.etag,
@@ -421,6 +447,7 @@ class HistoryStore:
                 state.kind,
                 state.page_count,
                 children_json(state.children),
+                state.validated_url,
             ),
         ).fetchone()
         return int(sitemap_id)

@@ -181,8 +181,9 @@ class HistoryTracker:
         for change, count in Counter(row.change for row in rows).items():
             self._inc(str(change), count)
 
-    async def request_headers(self, url: str) -> dict[str, str]:
-        """Read a sitemap's stored state; the conditional headers its request carries."""
+    async def request_validators(self, url: str) -> tuple[str, dict[str, str]] | None:
+        """Read a sitemap's stored state; the conditional headers its request carries, with the
+        URL they are for (:mod:`~sitemap_crawl.history.conditional`), or None."""
         url = same_url_key(url)
         self._in_flight[url] += 1  # (counted first: forget() is called however this ends)
         self._read.add(url)
@@ -194,7 +195,10 @@ class HistoryTracker:
                 headers["If-None-Match"] = state.etag
             if state.last_modified:
                 headers["If-Modified-Since"] = state.last_modified
-        return headers
+        if not headers:
+            return None
+        assert state is not None
+        return state.validated_url or url, headers
 
     def forget(self, url: str) -> None:
         """A request for the sitemap ended (read, failed, or left out after a redirect): the
@@ -218,9 +222,9 @@ class HistoryTracker:
         digest = body_hash(response.body)
         if digest == state.body_hash:
             self._inc("unchanged")
-            etag, modified = _validators(response)
-            if (etag, modified) != (state.etag, state.last_modified):
-                state.etag, state.last_modified = etag, modified
+            validators = (*_validators(response), _validated_url(state.url, response))
+            if validators != (state.etag, state.last_modified, state.validated_url):
+                state.etag, state.last_modified, state.validated_url = validators
                 self._submit(self.store.commit(state, None))
             return state
         return None
@@ -231,7 +235,9 @@ class HistoryTracker:
         url = same_url_key(url)
         before = self._states.get(url)
         etag, modified = _validators(response)
-        after = SitemapState(url, kind, etag, modified, body_hash(response.body))
+        after = SitemapState(
+            url, kind, etag, modified, body_hash(response.body), validated_url=_validated_url(url, response)
+        )
         return SitemapChanges(url, site, before, after, attempt)
 
     async def rows(self, changes: SitemapChanges, partial: bool) -> list[SitemapPage]:
@@ -382,6 +388,13 @@ def _validators(response: Response) -> tuple[str | None, str | None]:
         etag.decode("latin-1") if etag else None,
         modified.decode("latin-1") if modified else None,
     )
+
+
+def _validated_url(url: str, response: Response) -> str | None:
+    """The URL the response's validators are for (its own, after redirects), or None when it
+    is the sitemap's ``url`` (a key)."""
+    answered = same_url_key(response.url)
+    return None if answered == url else answered
 
 
 def _log_failure(future: Future[None]) -> None:

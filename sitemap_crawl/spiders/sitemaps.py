@@ -54,6 +54,7 @@ from sitemap_crawl.kinds import ErrorReason, NodeKind, http_error
 from sitemap_crawl.loader.scrapy_fetcher import use_loader_scheduler
 from sitemap_crawl.memory import trim
 from sitemap_crawl.names import (
+    CONDITIONAL_META_KEY,
     HELD_STAT,
     META_KEY,
     NOT_FOLLOWED_STAT,
@@ -635,15 +636,15 @@ class SitemapsSpider(Spider):
         """A history run: the request carries the sitemap's stored validators."""
         assert self.history is not None and self.crawler.engine is not None
         try:
-            headers = await self.history.request_headers(visit.url)
+            validators = await self.history.request_validators(visit.url)
         except Exception as exc:  # the file went bad during the run: fetch it as a new sitemap
             logger.error("Could not read the history of %s: %s", visit.url, exc)
-            headers = {}
+            validators = None
         request = self._request_or_fail(visit)
         if request is None:
             return
-        if headers:
-            request.headers.update(headers)
+        if validators is not None:
+            request.meta[CONDITIONAL_META_KEY] = validators  # (set on the request by ConditionalHeadersMiddleware)
             # Scrapy's HTTP cache keys a request without its headers: a 304 stored for it would
             # answer later requests that are not conditional (runs without the history)
             request.meta["dont_cache"] = True
