@@ -51,7 +51,7 @@ class Addon:
         for name, value in DEFAULTS.items():
             if value is not None:
                 settings.set(name, copy.deepcopy(value), priority="addon")
-        add_sitemap_crawl_components(settings, priority="addon")
+        add_sitemap_crawl_components(settings)
 
     def __repr__(self) -> str:
         return "sitemap_crawl.Addon()"

@@ -56,7 +56,7 @@ from sitemap_crawl.names import SINCE_PAGES_DROPPED_STAT
 from sitemap_crawl.parsing import INVALID, SitemapReader
 from sitemap_crawl.parsing.fields import normalize_change_frequency, normalize_date, normalize_priority
 from sitemap_crawl.settings_reader import SettingsReader
-from sitemap_crawl.wiring import add_audit_extension, add_sitemap_request_middlewares
+from sitemap_crawl.wiring import add_audit_extension, add_sitemap_request_middlewares, keep_over_the_runners_copy
 
 if TYPE_CHECKING:
     from typing import Self
@@ -174,8 +174,9 @@ class SitemapSpider(Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
-        add_sitemap_request_middlewares(settings, "spider")
-        add_audit_extension(settings, "spider")  # (only to say that it audits nothing: see docs/audit.md)
+        add_sitemap_request_middlewares(settings)
+        add_audit_extension(settings)  # (only to say that it audits nothing: see docs/audit.md)
+        keep_over_the_runners_copy(settings, ("EXTENSIONS", "DOWNLOADER_MIDDLEWARES"))
         register_page_adapter()  # meta["sitemap_page"], yielded as an item, has the feeds' fields
         # Page requests are persisted by the loader: keep them out of JOBDIR's disk queue
         # (a project with its own scheduler keeps it).

@@ -3,7 +3,10 @@ settings (and its page adapter to itemadapter)."""
 
 from __future__ import annotations
 
-from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+from collections.abc import Iterable
+from typing import Any
+
+from scrapy.settings import BaseSettings
 
 from sitemap_crawl.exporters import EXPORTERS
 from sitemap_crawl.item_adapter import register_page_adapter
@@ -16,9 +19,9 @@ TREE_PIPELINE = "sitemap_crawl.pipelines.SitemapTreePipeline"
 """The former tree pipeline: a project may still list it in ITEM_PIPELINES (it shares the extension)."""
 
 
-def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "addon") -> None:
-    """Enable the tree and audit extensions, the unreachable-host middleware and the
-    page-aware feed exporters.
+def add_sitemap_crawl_components(settings: BaseSettings) -> None:
+    """Enable the tree and audit extensions, the sitemap requests' downloader middlewares and
+    the page-aware feed exporters.
 
     Nothing the project already configured is replaced: an extension already
     listed keeps its order, a feed format the project mapped to its own
@@ -28,63 +31,57 @@ def add_sitemap_crawl_components(settings: BaseSettings, priority: int | str = "
     from sitemap_crawl.extensions.tree import SitemapTreeExtension
 
     settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapTreeExtension, TREE_EXTENSION_ORDER)
-    add_audit_extension(settings, priority)
-    add_sitemap_request_middlewares(settings, priority)
+    add_audit_extension(settings)
+    add_sitemap_request_middlewares(settings)
     exporters = settings.getdict("FEED_EXPORTERS")
-    changed = False
-    for feed_format, exporter in EXPORTERS.items():
-        if feed_format not in exporters:
-            exporters[feed_format] = f"{exporter.__module__}.{exporter.__qualname__}"
-            changed = True
-    if changed:
-        settings.set("FEED_EXPORTERS", exporters, settings.getpriority("FEED_EXPORTERS") or 0)
-    _raise_priority(settings, "FEED_EXPORTERS", priority)
+    missing = {name: f"{exporter.__module__}.{exporter.__qualname__}" for name, exporter in EXPORTERS.items()}
+    missing = {name: path for name, path in missing.items() if name not in exporters}
+    if missing:
+        _set_in_place(settings, "FEED_EXPORTERS", {**exporters, **missing})
 
 
-def add_audit_extension(settings: BaseSettings, priority: int | str) -> None:
+def add_audit_extension(settings: BaseSettings) -> None:
     """Enable the audit extension (off unless its files are set; with a spider other than
     the ``sitemaps`` spider it only says that nothing is audited)."""
     from sitemap_crawl.extensions.audit import SitemapAuditExtension
 
     settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapAuditExtension, TREE_EXTENSION_ORDER + 1)
-    _raise_priority(settings, "EXTENSIONS", priority)
 
 
-def add_sitemap_request_middlewares(settings: BaseSettings, priority: int | str) -> None:
+def add_sitemap_request_middlewares(settings: BaseSettings) -> None:
     """Enable the downloader middlewares of sitemap requests: no retry of one whose host cannot
-    be reached, a redirected one in the download slot of the host it goes to, and a local file
+    be reached, a redirected one in the download slot of the host it goes to, a local file
     over the download cap not read; a history run's validators sent to the URL they came from."""
     from sitemap_crawl.history.conditional import CONDITIONAL_MIDDLEWARE_ORDER, ConditionalHeadersMiddleware
     from sitemap_crawl.local_files import LOCAL_FILE_MIDDLEWARE_ORDER, LocalFileSizeMiddleware
     from sitemap_crawl.redirect_slots import REDIRECT_SLOT_MIDDLEWARE_ORDER, RedirectSlotMiddleware
     from sitemap_crawl.unreachable import UNREACHABLE_MIDDLEWARE_ORDER, UnreachableHostMiddleware
 
-    settings.setdefault_in_component_priority_dict(
-        "DOWNLOADER_MIDDLEWARES", UnreachableHostMiddleware, UNREACHABLE_MIDDLEWARE_ORDER
-    )
-    settings.setdefault_in_component_priority_dict(
-        "DOWNLOADER_MIDDLEWARES", RedirectSlotMiddleware, REDIRECT_SLOT_MIDDLEWARE_ORDER
-    )
-    settings.setdefault_in_component_priority_dict(
-        "DOWNLOADER_MIDDLEWARES", LocalFileSizeMiddleware, LOCAL_FILE_MIDDLEWARE_ORDER
-    )
-    settings.setdefault_in_component_priority_dict(
-        "DOWNLOADER_MIDDLEWARES", ConditionalHeadersMiddleware, CONDITIONAL_MIDDLEWARE_ORDER
-    )
-    _raise_priority(settings, "DOWNLOADER_MIDDLEWARES", priority)
+    for middleware, order in (
+        (UnreachableHostMiddleware, UNREACHABLE_MIDDLEWARE_ORDER),
+        (RedirectSlotMiddleware, REDIRECT_SLOT_MIDDLEWARE_ORDER),
+        (LocalFileSizeMiddleware, LOCAL_FILE_MIDDLEWARE_ORDER),
+        (ConditionalHeadersMiddleware, CONDITIONAL_MIDDLEWARE_ORDER),
+    ):
+        settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", middleware, order)
 
 
-def _raise_priority(settings: BaseSettings, name: str, priority: int | str) -> None:
-    """Keep a dict setting we extended from being replaced by the copy it was made from.
+def _set_in_place(settings: BaseSettings, name: str, value: dict[Any, Any]) -> None:
+    """Set a dict setting we extended at the priority it has (as Scrapy's
+    ``setdefault_in_component_priority_dict`` does)."""
+    settings.set(name, value, settings.getpriority(name) or 0)
 
-    (``scrapy crawl`` merges the runner's settings into a crawler's at their own
-    priority after the spider's update_settings: at the same priority they replace what
-    it added. A project or command line that set the dict (``-s EXTENSIONS=...``, priority
-    40) would so drop the tree extension: ours, which holds theirs, goes one above.)
+
+def keep_over_the_runners_copy(settings: BaseSettings, names: Iterable[str]) -> None:
+    """For a spider's ``update_settings``: keep the dict settings it extended from being
+    replaced by the runner's copy of them.
+
+    ``scrapy crawl`` makes the crawler (the spider's ``update_settings`` runs then), and
+    passes it to ``CrawlerProcess.crawl``, which merges the runner's settings into it again
+    at their own priorities: at the same priority they replace what the spider added (the
+    tree extension was gone). One above the runner's priority is enough: a higher one, such
+    as the spider priority, would silently drop what an add-on (loaded later, at the add-on
+    priority) sets whole in the same setting.
     """
-    wanted = priority if isinstance(priority, int) else SETTINGS_PRIORITIES[priority]
-    current = settings.getpriority(name) or 0
-    if current < wanted:
-        settings.set(name, settings.getdict(name), wanted)
-    elif settings.get(name):  # set by the project or the command line: theirs, and ours added
-        settings.set(name, settings.getdict(name), current + 1)
+    for name in names:
+        settings.set(name, settings.getdict(name), (settings.getpriority(name) or 0) + 1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import os
 import re
 import shlex
@@ -36,8 +37,10 @@ from sitemap_crawl.exporters import EXPORTERS
 from sitemap_crawl.extensions.audit import SitemapAuditExtension
 from sitemap_crawl.extensions.tree import SitemapTreeExtension
 from sitemap_crawl.items import PAGE_FIELDS
-from tests.support import CORPUS_DIR, REPO_ROOT, CrawlResult, FixtureServer, Route, rss, sitemapindex, urlset
+from tests.support import CORPUS_DIR, REPO_ROOT, CrawlResult, FixtureServer, Route, robots, rss, sitemapindex, urlset
+from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import SiteFactory
+from tests.support.other_addon import EXTENSION_STAT, FEED_FORMAT, REQUESTS_STAT, OtherAddon
 
 # -- what the README says -------------------------------------------------------------------
 
@@ -473,6 +476,54 @@ def test_a_pipeline_order_chosen_by_the_host_is_kept() -> None:
     settings = _project_settings({"ITEM_PIPELINES": {"sitemap_crawl.pipelines.SitemapTreePipeline": 700}})
     Addon().update_settings(settings)
     assert settings.getdict("ITEM_PIPELINES") == {"sitemap_crawl.pipelines.SitemapTreePipeline": 700}
+
+
+@pytest.mark.parametrize("spider", ["sitemaps", "drop-in"])
+@pytest.mark.parametrize("with_our_addon", [True, False])
+def test_another_addons_components_are_kept_beside_ours(spider: str, with_our_addon: bool) -> None:
+    from sitemap_crawl import SitemapSpider
+    from sitemap_crawl.spiders.sitemaps import SitemapsSpider
+
+    class DropIn(SitemapSpider):
+        name = "drop-in"
+
+    addons: dict[Any, int] = {OtherAddon: 10}
+    if with_our_addon:
+        addons[Addon] = 0
+    runner = CrawlerRunner(_project_settings({"ADDONS": addons}))
+    # as scrapy crawl does: the crawler made (the spider's update_settings), the runner's
+    # settings merged into it again, then the add-ons loaded
+    crawler = runner.create_crawler(runner.create_crawler(SitemapsSpider if spider == "sitemaps" else DropIn))
+    crawler.addons.load_settings(crawler.settings)
+    settings = crawler.settings
+    assert "tests.support.other_addon.CountingMiddleware" in settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert "tests.support.other_addon.MarkingExtension" in settings.getdict("EXTENSIONS")
+    assert settings.getdict("FEED_EXPORTERS")[FEED_FORMAT] == "tests.support.other_addon.OtherExporter"
+    middlewares = {getattr(path, "__name__", path) for path in settings.getdict("DOWNLOADER_MIDDLEWARES")}
+    assert {"UnreachableHostMiddleware", "ConditionalHeadersMiddleware"} <= middlewares
+    assert SitemapAuditExtension in settings.getdict("EXTENSIONS")
+    if spider == "sitemaps":
+        assert SitemapTreeExtension in settings.getdict("EXTENSIONS")
+        assert settings.getdict("FEED_EXPORTERS")["jsonlines"] == "sitemap_crawl.exporters.JsonLinesPageExporter"
+
+
+def test_a_crawl_with_another_addon_uses_its_components_and_ours(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    site = fixture_site({"/robots.txt": robots("{base}/s.xml"), "/s.xml": urlset("{base}/a", "{base}/b")})
+    feed = tmp_path / "pages.other"
+    settings = {
+        "ADDONS": {"tests.support.other_addon.OtherAddon": 10},
+        "FEEDS": {str(feed): {"format": FEED_FORMAT}},
+        "DOWNLOAD_TIMEOUT": 5,
+    }
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=settings, output_format=None)
+
+    result.assert_ok()
+    rows = [json.loads(line) for line in feed.read_text().splitlines()]
+    assert sorted((row["url"], row["other"]) for row in rows) == [(site.url("/a"), 1), (site.url("/b"), 1)]
+    assert result.stats[REQUESTS_STAT] == 2 and result.stats[EXTENSION_STAT] == 1
+    assert result.tree is not None  # (our tree extension too)
 
 
 def test_a_crawler_runner_finds_the_spider_through_the_addon() -> None:

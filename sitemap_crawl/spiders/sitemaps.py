@@ -77,7 +77,7 @@ from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 from sitemap_crawl.sites.backlog import SendValve
 from sitemap_crawl.spiders.batch_window import BatchTracker, BatchWindow
 from sitemap_crawl.spiders.download_counts import DownloadCounts
-from sitemap_crawl.wiring import add_sitemap_crawl_components
+from sitemap_crawl.wiring import add_sitemap_crawl_components, keep_over_the_runners_copy
 
 if TYPE_CHECKING:
     from sitemap_crawl.queue.worker import QueueWorker
@@ -128,7 +128,8 @@ class SitemapsSpider(Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
-        add_sitemap_crawl_components(settings, priority="spider")
+        add_sitemap_crawl_components(settings)
+        keep_over_the_runners_copy(settings, ("EXTENSIONS", "DOWNLOADER_MIDDLEWARES", "FEED_EXPORTERS"))
         # Requests leave in the order they were made (Scrapy's default queues are LIFO,
         # which would probe the known paths and fetch sibling sitemaps backwards); with
         # priority = depth this walks the tree depth-first in document order. A project
