@@ -15,8 +15,10 @@ import logging
 import marshal
 import operator
 import pickle
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
+from xml.sax.saxutils import XMLGenerator
 from xml.sax.xmlreader import AttributesImpl
 
 from scrapy.exporters import (
@@ -151,9 +153,28 @@ class JsonPageExporter(PageRows, JsonItemExporter):
             self.file.write(data)
 
 
+_NOT_XML_TEXT = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""A character XML 1.0 cannot hold, not even as a character reference (C0 controls but tab,
+newline and carriage return; U+FFFE, U+FFFF; lone surrogates)."""
+
+
+class _XmlTextGenerator(XMLGenerator):
+    """XMLGenerator whose text has every character XML cannot hold replaced by U+FFFD."""
+
+    def characters(self, content: str) -> None:
+        if _NOT_XML_TEXT.search(content):
+            content = _NOT_XML_TEXT.sub("\ufffd", content)
+        super().characters(content)
+
+
 class XmlPageExporter(PageRows, XmlItemExporter):
     """XML: one ``<item>`` per page; nested fields become nested elements, null an empty element
-    (also in a page an item pipeline handed on as a dict)."""
+    (also in a page an item pipeline handed on as a dict). A character XML 1.0 cannot hold (a
+    form feed in a title) is written as U+FFFD, so that the file stays well-formed."""
+
+    def __init__(self, file: Any, **kwargs: Any) -> None:
+        super().__init__(file, **kwargs)
+        self.xg = _XmlTextGenerator(self.stream, encoding=self.encoding or "utf-8")
 
     def serialize_field(self, field: Any, name: str, value: Any) -> Any:
         if name in PAGE_FIELD_NAMES:

@@ -13,6 +13,7 @@ import pickle
 from typing import Any
 
 import pytest
+from lxml import etree
 from scrapy.exporters import CsvItemExporter
 
 from sitemap_crawl.codec import page_to_dict
@@ -184,6 +185,16 @@ def test_a_page_a_pipeline_handed_on_as_a_dict_keeps_the_row_format() -> None:
     assert export(CsvPageExporter, row) == export(CsvPageExporter, image_page([Image("http://a.test/i.jpg", "c")]))
     xml = export(XmlPageExporter, row)
     assert b"None" not in xml and b"<title></title>" in xml
+
+
+def test_characters_xml_cannot_hold_are_replaced_and_the_file_stays_well_formed() -> None:
+    page = image_page([Image("http://a.test/i.jpg", title="form\x0cfeed\x01 \ufffe", caption="tab\tkept é")])
+
+    xml = export(XmlPageExporter, page, encoding="utf-8")
+
+    root = etree.fromstring(xml)  # (raised: "PCDATA invalid Char value 12")
+    assert root.findtext("item/images/value/title") == "form\ufffdfeed\ufffd \ufffd"
+    assert root.findtext("item/images/value/caption") == "tab\tkept é"
 
 
 @pytest.mark.parametrize("exporter_class", [JsonLinesPageExporter, JsonPageExporter])
