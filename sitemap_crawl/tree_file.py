@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -68,6 +69,16 @@ class TreeFile:
             stream = self._open()
             json.dump(self._single, stream, ensure_ascii=False, indent=1)
             self._finish(stream)
+
+    def abandon(self) -> None:
+        """Give up after a write failed: close the file as it is, and remove the temporary one
+        (the file at ``path`` is left as it was)."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+        if self._temporary is not None:
+            self._temporary.unlink(missing_ok=True)
 
     @property
     def stream(self) -> IO[str] | None:

@@ -300,6 +300,28 @@ def test_a_run_with_the_jobdir_of_a_stopped_run_maps_the_site_again_once(
         assert all(site.hits(f"/s{n}.xml") == 1 for n in range(count))
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full (a device every write to fails)")
+@pytest.mark.parametrize("name", ["tree.json", "trees.jsonl"])
+def test_a_tree_file_a_write_to_fails_is_said_once_and_the_crawl_ends_well(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path, name: str
+) -> None:
+    # a full disk when the tree was written: a traceback (one per site for a lines file),
+    # and no summary in the log
+    site = fixture_site({"/robots.txt": robots("{base}/a.xml"), "/a.xml": urlset("{base}/a", "{base}/b")})
+    tree_file = tmp_path / name
+    tree_file.symlink_to("/dev/full")  # (a link: written in place, as a device is)
+    result = crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_TREE_FILE": str(tree_file)})
+
+    result.assert_ok()
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and errors[0].endswith(
+        f"The sitemap tree file {tree_file} could not be written (No space left on device): no more is written to it"
+    )
+    assert "Traceback" not in result.log and "Sitemap tree:" in result.log
+    assert result.stats["sitemap_crawl/tree_file_failed"] == 1
+    assert result.urls() == [site.url("/a"), site.url("/b")]
+
+
 def test_a_tree_file_that_cannot_be_written_stops_the_crawl_at_start(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
 ) -> None:

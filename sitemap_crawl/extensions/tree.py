@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from scrapy import signals
@@ -28,7 +29,14 @@ from scrapy.utils.reactor import is_reactor_installed
 
 from sitemap_crawl.items import NodeReport, PageBatch, SitemapPage
 from sitemap_crawl.kinds import NodeKind
-from sitemap_crawl.names import ERRORS_STAT, ITEM_SCRAPED_COUNT_STAT, PAGES_STAT, SITEMAPS_STAT, SITES_STAT
+from sitemap_crawl.names import (
+    ERRORS_STAT,
+    ITEM_SCRAPED_COUNT_STAT,
+    PAGES_STAT,
+    SITEMAPS_STAT,
+    SITES_STAT,
+    TREE_FILE_FAILED_STAT,
+)
 from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.signals import site_finished, site_tree, sitemap_node
 from sitemap_crawl.tree import SitemapTree
@@ -180,8 +188,26 @@ class SitemapTreeExtension:
             data = tree.to_dict()
             if attempt is not None:
                 data["attempt"] = attempt
-            self.tree_file.add(data)
+            self._write_tree_file(self.tree_file.add, data)
         self._last_tree = tree
+
+    def _write_tree_file(self, write: Callable[..., None], *args: Any) -> bool:
+        """Write to the tree file; when that fails (a full disk), say so once and write no more:
+        the crawl goes on, and the log's summary still shows the tree."""
+        try:
+            write(*args)
+        except OSError as exc:
+            assert self.tree_file is not None
+            logger.error(
+                "The sitemap tree file %s could not be written (%s): no more is written to it",
+                self.tree_file.path,
+                exc.strerror or exc,
+            )
+            self.stats.set_value(TREE_FILE_FAILED_STAT, 1)
+            self.tree_file.abandon()
+            self.tree_file = None
+            return False
+        return True
 
     def close_spider(self) -> None:
         """Write the tree file and the stats, and prepare the closing log lines (once)."""
@@ -199,8 +225,7 @@ class SitemapTreeExtension:
         for reason, count in self.errors.items():
             self.stats.set_value(f"{ERRORS_STAT}/{reason}", count)
         self.stats.set_value(SITEMAPS_STAT, sum(self.kinds.values()))
-        if self.tree_file is not None:
-            self.tree_file.close()
+        if self.tree_file is not None and self._write_tree_file(self.tree_file.close):
             logger.info("Sitemap tree%s written to %s", "s" if self.many_sites else "", self.tree_file.path)
         kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(self.kinds.items())) or "none"
         errors = ", ".join(f"{count} {reason}" for reason, count in sorted(self.errors.items())) or "none"
