@@ -120,6 +120,17 @@ def sitemap_entry(ref: SitemapRef, texts: EntryTexts = None) -> _Entry:
     return _Entry(ref, values)
 
 
+def _regexes(name: str, value: Sequence[re.Pattern[str] | str] | re.Pattern[str]) -> list[re.Pattern[str]]:
+    """``sitemap_follow`` / ``sitemap_deny`` compiled: one string (``-a sitemap_deny=archive``,
+    or an attribute set to one) is one regex, not one per character; a broken one is a
+    :class:`SpiderArgumentError`."""
+    patterns = [value] if isinstance(value, str | re.Pattern) else value
+    try:
+        return [_regex(pattern) for pattern in patterns]
+    except re.error as exc:
+        raise SpiderArgumentError(f"{name}={value!r} is not a valid regular expression: {exc}") from None
+
+
 def _regex(pattern: re.Pattern[str] | str) -> re.Pattern[str]:
     return re.compile(pattern) if isinstance(pattern, str) else pattern
 
@@ -197,9 +208,9 @@ class SitemapSpider(Spider):
             if isinstance(callback, str):
                 callback = getattr(self, callback)
             self._cbs.append((_regex(pattern), callback))
-        self._follow: list[re.Pattern[str]] = [_regex(pattern) for pattern in self.sitemap_follow]
-        self._deny: list[re.Pattern[str]] = [_regex(pattern) for pattern in self.sitemap_deny]
         try:
+            self._follow = _regexes("sitemap_follow", self.sitemap_follow)
+            self._deny = _regexes("sitemap_deny", self.sitemap_deny)
             # -a arguments arrive as strings
             self.sitemap_urls, self.homepage, self.homepages = self._sources()
             self.sitemap_use_robots = parse_bool("sitemap_use_robots", self.sitemap_use_robots, True)

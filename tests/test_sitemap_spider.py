@@ -180,6 +180,17 @@ def test_a_bad_since_is_one_error_line(tmp_path: Path) -> None:
     assert "since" in result.log and "Traceback" not in result.log
 
 
+def test_a_broken_deny_regex_is_one_error_line(tmp_path: Path) -> None:
+    result = run_spider(
+        tmp_path,
+        spider_source("sitemap_crawl", 'sitemap_urls = ["http://127.0.0.1:9/s.xml"]\n'),
+        spider_args={"sitemap_deny": "shop("},
+    )
+    assert result.returncode == 1
+    assert "sitemap_deny='shop(' is not a valid regular expression" in result.log
+    assert "Traceback" not in result.log
+
+
 def test_a_homepage_set_in_start_is_mapped(fixture_site: SiteFactory, tmp_path: Path) -> None:
     site = with_pages(fixture_site({"/robots.txt": robots("{base}/s.xml"), "/s.xml": urlset("{base}/a")}), "/a")
     body = f"""
@@ -753,6 +764,30 @@ def test_homepage_as_a_spider_argument(fixture_site: SiteFactory, tmp_path: Path
     result.assert_ok()
     assert result.urls() == [site.url("/a")]
     assert site.hits("/robots.txt") == 0
+
+
+def test_follow_and_deny_given_as_spider_arguments_are_one_regex_each(
+    fixture_site: SiteFactory, tmp_path: Path
+) -> None:
+    # a string was read a character at a time: -a sitemap_deny=archive denied every
+    # sub-sitemap with an "a", "r", "c"... in its URL
+    site = with_pages(
+        fixture_site(
+            {
+                "/sitemap.xml": sitemapindex("{base}/shop.xml", "{base}/archive.xml", "{base}/news.xml"),
+                "/shop.xml": urlset("{base}/s"),
+                "/archive.xml": urlset("{base}/a"),
+                "/news.xml": urlset("{base}/n"),
+            }
+        ),
+        "/s",
+        "/a",
+        "/n",
+    )
+    source = sitemap_spider("args", sitemap_urls=[site.url("/sitemap.xml")], parse='yield {"url": response.url}')
+    result = run_spider(tmp_path, source, spider_args={"sitemap_deny": "archive", "sitemap_follow": "shop|news"})
+    result.assert_ok()
+    assert sorted(result.urls()) == [site.url("/n"), site.url("/s")]
 
 
 def test_a_homepage_that_cannot_be_reached_is_asked_once(fixture_site: SiteFactory, tmp_path: Path) -> None:
