@@ -540,6 +540,11 @@ def test_hreflang_not_reciprocal(b_entry: str, expected: list[tuple[str, str]]) 
     assert list(audit.finish()) == []  # reported once
 
 
+def test_hreflang_is_checked_on_a_link_whose_rel_holds_alternate_among_other_tokens() -> None:
+    link = '<xhtml:link rel="Alternate nofollow" hreflang="english" href="https://example.com/dir/x"/>'
+    assert findings_of(urlset(url(extra=link))) == ["hreflang-value"]
+
+
 def test_hreflang_past_the_limit_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(auditor, "ALTERNATE_LIMIT", 1)
     audit = SiteAudit(None, now=NOW)

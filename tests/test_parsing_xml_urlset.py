@@ -300,6 +300,28 @@ def test_hreflang_alternates() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("rel", "is_alternate"),
+    [
+        ("alternate nofollow", True),
+        (" Alternate ", True),
+        ("nofollow\talternate", True),
+        ("ALTERNATE", True),
+        ("alternates", False),
+        ("canonical", False),
+        ("", False),
+    ],
+)
+def test_an_alternate_rel_is_read_as_html_reads_it(rel: str, is_alternate: bool) -> None:
+    # rel is a set of space-separated tokens: "alternate nofollow" was no alternate
+    body = urlset(
+        f'<url><loc>https://www.example.org/en</loc><xhtml:link rel="{rel}" hreflang="de" '
+        'href="https://www.example.org/de"/></url>'
+    )
+    (page,) = pages(body)
+    assert page.alternates == ([Alternate("de", "https://www.example.org/de")] if is_alternate else [])
+
+
 def test_alternates_before_the_other_fields() -> None:
     # Drupal Simple XML Sitemap puts the xhtml:link elements before lastmod/changefreq/priority
     body = urlset(

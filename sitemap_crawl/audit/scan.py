@@ -19,7 +19,7 @@ from typing import Any
 
 from lxml import etree
 
-from sitemap_crawl.parsing.fields import strip_url_text
+from sitemap_crawl.parsing.fields import is_alternate_rel, strip_url_text
 from sitemap_crawl.parsing.reader import DEFAULT_LIMITS
 from sitemap_crawl.parsing.stream import (
     GZIP_MAGIC,
@@ -618,6 +618,6 @@ def _read_entry(element: etree._Element) -> RawEntry:
             for part in child:
                 if local_name(part.tag) == "publication_date" and part.text:
                     news_dates.append(part.text.strip())
-        elif code == _LINK and child.get("rel") == "alternate":
+        elif code == _LINK and is_alternate_rel(child.get("rel")):
             hreflangs.append((child.get("hreflang"), child.get("href")))
     return RawEntry(loc, lastmod, priority, changefreq, news_dates, image_count, hreflangs)

@@ -117,6 +117,15 @@ def normalize_change_frequency(text: str | None) -> str | None:
     return value if value in CHANGE_FREQUENCIES else None
 
 
+def is_alternate_rel(rel: str | None) -> bool:
+    """Whether an ``xhtml:link``'s ``rel`` names the alternate relation: HTML reads it as a set
+    of space-separated tokens, case-insensitive (``alternate``, ``Alternate``, ``alternate
+    nofollow``)."""
+    if rel == "alternate":
+        return True
+    return rel is not None and "alternate" in rel.lower().split()
+
+
 def clean_text(text: str | None) -> str | None:
     """Stripped text, or None when empty."""
     if text is None:

@@ -10,6 +10,7 @@ from sitemap_crawl.items import Alternate, Image, NewsStory, SitemapPage, Sitema
 from sitemap_crawl.parsing.fields import (
     child_sitemap_url,
     clean_text,
+    is_alternate_rel,
     normalize_change_frequency,
     normalize_date,
     normalize_priority,
@@ -249,9 +250,9 @@ def _finish_news(texts: tuple[str | None, ...]) -> NewsStory:
 
 
 def _finish_alternate(attributes: tuple[str | None, ...], sitemap_url: str) -> Alternate | None:
-    """An hreflang alternate: an ``xhtml:link`` with ``rel="alternate"``, an hreflang and an href."""
+    """An hreflang alternate: an ``xhtml:link`` whose rel is alternate, with an hreflang and an href."""
     rel, hreflang, href = attributes
-    if rel is None or (rel != "alternate" and rel.strip().lower() != "alternate"):
+    if not is_alternate_rel(rel):
         return None
     language = clean_text(hreflang)
     if language is None:
