@@ -176,28 +176,31 @@ class SettingsReader:
             logger.error("Bad setting for the %s spider: %s", spider_name, exc)
             raise
 
+    def _file(self, name: str) -> str | None:
+        """A file setting's path, or None when it is not set, empty or only spaces (off)."""
+        value = self._settings.get(name)
+        path = "" if value is None else str(value)
+        return path if path.strip() else None
+
     @property
     def tree_file(self) -> str | None:
-        value = self._settings.get("SITEMAP_CRAWL_TREE_FILE")
-        return str(value) if value else None
+        """The tree file (SITEMAP_CRAWL_TREE_FILE), or None."""
+        return self._file("SITEMAP_CRAWL_TREE_FILE")
 
     @property
     def history_file(self) -> str | None:
         """The history's SQLite file (SITEMAP_CRAWL_HISTORY), or None."""
-        value = self._settings.get("SITEMAP_CRAWL_HISTORY")
-        return str(value) if value else None
+        return self._file("SITEMAP_CRAWL_HISTORY")
 
     @property
     def audit_file(self) -> str | None:
         """The audit's findings file (SITEMAP_CRAWL_AUDIT_FILE), or None."""
-        value = self._settings.get("SITEMAP_CRAWL_AUDIT_FILE")
-        return str(value) if value else None
+        return self._file("SITEMAP_CRAWL_AUDIT_FILE")
 
     @property
     def report_file(self) -> str | None:
         """The audit's HTML report (SITEMAP_CRAWL_REPORT_FILE), or None."""
-        value = self._settings.get("SITEMAP_CRAWL_REPORT_FILE")
-        return str(value) if value else None
+        return self._file("SITEMAP_CRAWL_REPORT_FILE")
 
     @property
     def audited(self) -> bool:

@@ -211,3 +211,16 @@ def test_a_feeds_batch_item_count_that_is_no_number_is_refused_by_check() -> Non
     assert str(raised.value) == (
         "FEEDS: pages-%(batch_id)s.jsonl: batch_item_count must be a whole number, 0 or more (0: one file), not 'abc'"
     )
+
+
+@pytest.mark.parametrize("name", ["tree_file", "history_file", "audit_file", "report_file"])
+@pytest.mark.parametrize(("value", "path"), [(None, None), ("", None), ("  ", None), (" t.x", " t.x"), ("t.x", "t.x")])
+def test_a_file_setting_of_only_spaces_is_off(name: str, value: object, path: str | None) -> None:
+    # "-s SITEMAP_CRAWL_TREE_FILE=' '" wrote a file named " " (a history of that name was opened)
+    setting = {
+        "tree_file": "SITEMAP_CRAWL_TREE_FILE",
+        "history_file": "SITEMAP_CRAWL_HISTORY",
+        "audit_file": "SITEMAP_CRAWL_AUDIT_FILE",
+        "report_file": "SITEMAP_CRAWL_REPORT_FILE",
+    }[name]
+    assert getattr(SettingsReader(Settings({setting: value})), name) == path

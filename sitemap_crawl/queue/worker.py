@@ -141,7 +141,8 @@ class QueueWorker:
             raise QueueUnreachableError(
                 f"{server_error(self.url, exc, self.config.key)}: this worker did not start"
             ) from None
-        tree_file = crawler.settings.get("SITEMAP_CRAWL_TREE_FILE")
+        files = SettingsReader(crawler.settings)
+        tree_file = files.tree_file
         if tree_file and not is_lines_file(tree_file):
             raise SpiderArgumentError(
                 f"a queue run appends a line per site to its tree file: SITEMAP_CRAWL_TREE_FILE={tree_file!r} "
@@ -154,9 +155,8 @@ class QueueWorker:
                 self.name,
             )
         prepare_feeds(crawler.settings.getdict("FEEDS"), spider)
-        audit = SettingsReader(crawler.settings)
         self._locks = lock_outputs(
-            crawler.settings.getdict("FEEDS"), spider, tree_file, audit.audit_file, audit.report_file
+            crawler.settings.getdict("FEEDS"), spider, tree_file, files.audit_file, files.report_file
         )
         crawler.signals.connect(self.ledger.node, signal=sitemap_node)
         crawler.signals.connect(self._item_done, signal=signals.item_scraped)
