@@ -431,6 +431,36 @@ def test_a_sitemap_its_index_drops_has_its_pages_removed_once(
         assert db.execute("SELECT count(*) FROM sitemaps WHERE url = ?", (site.url("/b.xml"),)).fetchone() == (0,)
 
 
+def test_an_index_that_dropped_a_sitemap_is_in_the_tree_of_a_run_stopped_before_the_sites_end(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # its node waited for the site's end (the rows of the sitemaps it dropped): a run stopped
+    # before left it out of the tree, though it was read
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/one.xml", "{base}/two.xml"),
+            "/one.xml": sitemapindex("{base}/a.xml"),
+            "/two.xml": sitemapindex("{base}/b.xml"),
+            "/a.xml": urlset("{base}/a1"),
+            "/b.xml": urlset("{base}/b1"),
+        }
+    )
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site["/one.xml"] = sitemapindex()  # a.xml dropped
+    site["/two.xml"] = Route(sitemapindex("{base}/b.xml"), delay=4)  # in flight when the run stops
+
+    stopped = _run(crawl, site, history, CLOSESPIDER_TIMEOUT=2)
+
+    nodes = dict(_nodes(stopped))
+    assert (nodes[site.url("/one.xml")]["change"], nodes[site.url("/one.xml")]["error"]) == ("changed", "interrupted")
+    assert stopped.pages == []
+    site["/two.xml"] = sitemapindex("{base}/b.xml")
+    ended = _run(crawl, site, history)  # (one.xml not committed by the stopped run: its changes come now)
+    assert _changes(ended.pages, site.base) == [("/a1", "removed")]
+    assert dict(_nodes(ended))[site.url("/one.xml")]["error"] is None
+
+
 def test_a_sitemap_its_index_drops_but_a_well_known_path_finds_is_not_removed(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
 ) -> None:

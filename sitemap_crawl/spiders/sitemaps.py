@@ -987,7 +987,9 @@ class SitemapsSpider(Spider):
             logger.warning("Sitemap %s: %s (the download broke off)", visit.url, ErrorReason.TRUNCATED)
         error = reader.error or (ErrorReason.TRUNCATED if broken_off else None)
         if changes is not None and changes.dropped:
-            pass  # reported at the site's end, with the rows of the sitemaps it dropped that are gone
+            # reported done at the site's end, with the rows of the sitemaps it dropped that are
+            # gone; until then unfinished (a crawl stopped before shows it interrupted)
+            discovery.report(visit, reader.kind, error, page_count, False, CHANGED, changes.rows)
         elif changes is not None:
             discovery.report(visit, reader.kind, error, page_count, change=CHANGED, changes=changes.rows)
         else:
