@@ -120,10 +120,15 @@ def sitemap_entry(ref: SitemapRef, texts: EntryTexts = None) -> _Entry:
     return _Entry(ref, values)
 
 
-def _regexes(name: str, value: Sequence[re.Pattern[str] | str] | re.Pattern[str]) -> list[re.Pattern[str]]:
+def _regexes(
+    name: str, value: Sequence[re.Pattern[str] | str] | re.Pattern[str], everything: bool
+) -> list[re.Pattern[str]]:
     """``sitemap_follow`` / ``sitemap_deny`` compiled: one string (``-a sitemap_deny=archive``,
-    or an attribute set to one) is one regex, not one per character; a broken one is a
-    :class:`SpiderArgumentError`."""
+    or an attribute set to one) is one regex, not one per character; an empty one (``-a
+    sitemap_deny=``) is not given: the default, which matches ``everything`` (follow) or
+    nothing (deny); a broken one is a :class:`SpiderArgumentError`."""
+    if isinstance(value, str) and not value.strip():
+        return [re.compile("")] if everything else []
     patterns = [value] if isinstance(value, str | re.Pattern) else value
     try:
         return [_regex(pattern) for pattern in patterns]
@@ -209,8 +214,8 @@ class SitemapSpider(Spider):
                 callback = getattr(self, callback)
             self._cbs.append((_regex(pattern), callback))
         try:
-            self._follow = _regexes("sitemap_follow", self.sitemap_follow)
-            self._deny = _regexes("sitemap_deny", self.sitemap_deny)
+            self._follow = _regexes("sitemap_follow", self.sitemap_follow, everything=True)
+            self._deny = _regexes("sitemap_deny", self.sitemap_deny, everything=False)
             # -a arguments arrive as strings
             self.sitemap_urls, self.homepage, self.homepages = self._sources()
             self.sitemap_use_robots = parse_bool("sitemap_use_robots", self.sitemap_use_robots, True)

@@ -526,6 +526,18 @@ def test_a_crawl_with_another_addon_uses_its_components_and_ours(
     assert result.tree is not None  # (our tree extension too)
 
 
+def test_an_addon_that_replaces_extensions_without_ours_is_named_as_the_cause(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # the warning said the tree extension was "disabled in EXTENSIONS": nothing disabled it
+    site = fixture_site({"/robots.txt": robots("{base}/s.xml"), "/s.xml": urlset("{base}/a")})
+    settings = {"ADDONS": {"tests.support.other_addon.ReplacingAddon": 10}, "DOWNLOAD_TIMEOUT": 5}
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=settings).assert_ok()
+    assert result.tree is None and result.urls() == [site.url("/a")]
+    assert result.stats[EXTENSION_STAT] == 1
+    assert result.log_count("is not in EXTENSIONS (a setting or another add-on replaced the dict without it") == 1
+
+
 def test_a_crawler_runner_finds_the_spider_through_the_addon() -> None:
     """The script route: CrawlerRunner applies update_pre_crawler_settings, then the crawler
     applies update_settings (what Crawler._apply_settings does first)."""

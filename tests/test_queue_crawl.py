@@ -591,6 +591,28 @@ def test_a_restarted_worker_keeps_its_findings_and_a_second_one_cannot_share_the
     first.wait(60)
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full (a device every write to fails)")
+def test_a_worker_that_cannot_write_its_tree_file_acknowledges_no_site_and_stops(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # it acknowledged every site all the same: sitemaps-collect, finding no tree line, kept
+    # none of their rows, and the queue counted them done
+    _site, expected = sites(fixture_site, 6)
+    enqueue(queue_server, list(expected))
+    full = tmp_path / "full.jsonl"
+    full.symlink_to("/dev/full")
+
+    result = worker(crawl, queue_server, "w", tmp_path, SITEMAP_CRAWL_TREE_FILE=str(full)).wait(60)
+
+    assert result.returncode == 0 and result.stats["finish_reason"] == "output_failed"
+    assert result.log_count(f"The sitemap tree file {full} could not be written (No space left on device)") == 1
+    assert result.log_count("This worker cannot write its output (the tree file") == 1
+    assert "sitemap_crawl/queue/acknowledged" not in result.stats
+    assert "Traceback" not in result.log
+    counts = status(queue_server)
+    assert (counts["done"], counts["in_flight"] + counts["waiting"]) == (0, 6), counts
+
+
 def test_a_worker_whose_tree_extension_is_off_writes_no_tree_and_says_so(
     fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:

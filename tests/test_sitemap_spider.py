@@ -788,6 +788,10 @@ def test_follow_and_deny_given_as_spider_arguments_are_one_regex_each(
     result = run_spider(tmp_path, source, spider_args={"sitemap_deny": "archive", "sitemap_follow": "shop|news"})
     result.assert_ok()
     assert sorted(result.urls()) == [site.url("/n"), site.url("/s")]
+    # empty: not given (an empty deny denied every sub-sitemap, as an empty regex matches all)
+    result = run_spider(tmp_path / "empty", source, spider_args={"sitemap_deny": "", "sitemap_follow": " "})
+    result.assert_ok()
+    assert sorted(result.urls()) == [site.url("/a"), site.url("/n"), site.url("/s")]
 
 
 def test_a_homepage_that_cannot_be_reached_is_asked_once(fixture_site: SiteFactory, tmp_path: Path) -> None:

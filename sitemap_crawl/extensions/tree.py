@@ -59,6 +59,8 @@ class SitemapTreeExtension:
         config = SettingsReader(crawler.settings)
         self.tree_log_lines = config.tree_log_lines
         self.tree_file = TreeFile(config.tree_file, many_sites=False) if config.tree_file else None
+        self.tree_file_failure: str | None = None
+        """Why the tree file could not be written ("path: reason"), after a write to it failed."""
         self.trees: dict[str, SitemapTree] = {}
         """The trees of the sites being mapped, by website URL."""
         self.many_sites = False
@@ -204,6 +206,7 @@ class SitemapTreeExtension:
                 exc.strerror or exc,
             )
             self.stats.set_value(TREE_FILE_FAILED_STAT, 1)
+            self.tree_file_failure = f"{self.tree_file.path}: {exc.strerror or exc}"
             self.tree_file.abandon()
             self.tree_file = None
             return False

@@ -4,7 +4,7 @@ guard against ``-O`` erasing the rows of sites acknowledged before."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import errno
 import os
 from pathlib import Path
 from typing import IO, Any
@@ -25,11 +25,19 @@ LINE_FORMATS = ("jsonlines", "jsonl", "jl")
 """Feed formats of one record per line, whose last line a crash may cut short."""
 
 
+class OutputWriteError(Exception):
+    """An output file of the worker cannot be written (a full disk): no site may be
+    acknowledged, as its rows or its tree line would not be on disk."""
+
+
 def tree_files(crawler: Crawler) -> list[IO[str]]:
-    """The tree file's open stream (a lines file), if any."""
+    """The tree file's open stream (a lines file), if any; :class:`OutputWriteError` when a
+    write to it failed."""
     from sitemap_crawl.extensions.tree import SitemapTreeExtension
 
     extension = SitemapTreeExtension.existing(crawler)  # (none when the project switched it off)
+    if extension is not None and extension.tree_file_failure is not None:
+        raise OutputWriteError(f"the tree file {extension.tree_file_failure}")
     tree_file = extension.tree_file if extension is not None else None
     stream = tree_file.stream if tree_file is not None else None
     return [stream] if stream is not None else []
@@ -101,19 +109,26 @@ def lock_outputs(feeds: dict[str, Any], spider: Any, *files: str | None) -> list
 
 
 async def sync_files(files: list[Any]) -> None:
-    """Flush files here, then sync them to disk in a thread (never blocking the reactor)."""
+    """Flush files here, then sync them to disk in a thread (never blocking the reactor);
+    :class:`OutputWriteError` when one cannot be written."""
     descriptors = []
     for handle in files:
         try:
             handle.flush()
             descriptors.append(handle.fileno())
-        except (ValueError, OSError):  # closed already (the crawl is ending): closing flushed it
+        except ValueError:  # closed already (the crawl is ending): closing flushed it
             continue
+        except OSError as exc:
+            raise OutputWriteError(f"{getattr(handle, 'name', handle)}: {exc.strerror or exc}") from None
     if descriptors:
         await asyncio.to_thread(_fsync, descriptors)
 
 
 def _fsync(descriptors: list[int]) -> None:
     for descriptor in descriptors:
-        with contextlib.suppress(OSError):
+        try:
             os.fsync(descriptor)
+        except OSError as exc:
+            if exc.errno in (errno.EINVAL, errno.EROFS, errno.EBADF):  # a pipe, a device: nothing to sync
+                continue
+            raise OutputWriteError(f"file descriptor {descriptor}: {exc.strerror or exc}") from None

@@ -59,7 +59,7 @@ from sitemap_crawl.names import (
     QUEUE_TAKEN_OVER_STAT,
 )
 from sitemap_crawl.queue.config import QueueConfig, display_url, is_wrong_type, server_error
-from sitemap_crawl.queue.files import lock_outputs, prepare_feeds, sync_files, tree_files
+from sitemap_crawl.queue.files import OutputWriteError, lock_outputs, prepare_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
 from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue, check_server
 from sitemap_crawl.settings_reader import SettingsReader
@@ -73,6 +73,8 @@ POLL_INTERVAL = 1.0
 """Seconds between two looks at the queue while it has nothing for this worker."""
 UNAVAILABLE = "queue_unavailable"
 """The finish reason of a worker whose queue server went away."""
+OUTPUT_FAILED = "output_failed"
+"""The finish reason of a worker that could not write its output files (a full disk)."""
 
 
 def worker_name() -> str:
@@ -384,6 +386,8 @@ class QueueWorker:
                     self._acknowledged(mapped.lease, outcome)
         except RedisError as exc:
             self._server_gone(exc)
+        except OutputWriteError as exc:
+            self._output_failed(exc)
         finally:
             self._committing = False
         self._fetch_soon()
@@ -451,6 +455,21 @@ class QueueWorker:
         engine = self.crawler.engine
         if engine is not None and engine.running and self._closing is None:
             self._closing = asyncio.ensure_future(engine.close_spider_async(reason=reason))  # not cancelled at close
+
+    def _output_failed(self, exc: OutputWriteError) -> None:
+        """An output file cannot be written: no site is acknowledged any more (its rows or tree
+        line would not be on disk), and the worker stops."""
+        if self._stopping:
+            return
+        self._stopping = True
+        logger.error(
+            "This worker cannot write its output (%s): it stops. The sites it acknowledged are written; "
+            "the %d it holds (their rows may be in part in its files) stay pending and another worker "
+            "takes them after SITEMAP_CRAWL_QUEUE_CLAIM_AFTER.",
+            exc,
+            len(self.held),
+        )
+        self._close(OUTPUT_FAILED)
 
     def _server_gone(self, exc: BaseException) -> None:
         if self._stopping:

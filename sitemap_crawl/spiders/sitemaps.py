@@ -77,7 +77,12 @@ from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 from sitemap_crawl.sites.backlog import SendValve
 from sitemap_crawl.spiders.batch_window import BatchTracker, BatchWindow
 from sitemap_crawl.spiders.download_counts import DownloadCounts
-from sitemap_crawl.wiring import add_sitemap_crawl_components, keep_over_the_runners_copy
+from sitemap_crawl.wiring import (
+    TREE_EXTENSION,
+    TREE_EXTENSION_ORDER,
+    add_sitemap_crawl_components,
+    keep_over_the_runners_copy,
+)
 
 if TYPE_CHECKING:
     from sitemap_crawl.queue.worker import QueueWorker
@@ -358,10 +363,17 @@ class SitemapsSpider(Spider):
         if config.tree_file is None or SitemapTreeExtension.kept_elsewhere(self.crawler):
             return
         if SitemapTreeExtension.existing(self.crawler) is None:
+            listed = any(
+                path in (SitemapTreeExtension, TREE_EXTENSION) for path in self.crawler.settings.getdict("EXTENSIONS")
+            )
             logger.warning(
                 "SITEMAP_CRAWL_TREE_FILE=%s is not written: the tree extension "
-                "(sitemap_crawl.extensions.tree.SitemapTreeExtension) is disabled in EXTENSIONS",
+                "(sitemap_crawl.extensions.tree.SitemapTreeExtension) is %s",
                 config.tree_file,
+                "disabled in EXTENSIONS"
+                if listed
+                else "not in EXTENSIONS (a setting or another add-on replaced the dict without it: add it back, "
+                f"with order {TREE_EXTENSION_ORDER})",
             )
 
     def _share(self, config: SettingsReader) -> Shard | None:

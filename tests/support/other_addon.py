@@ -51,6 +51,13 @@ class OtherExporter(JsonLinesItemExporter):
         super().export_item({**ItemAdapter(item).asdict(), "other": 1})
 
 
+class ReplacingAddon:
+    """Sets ``EXTENSIONS`` to its own extension alone, dropping what was there (ours too)."""
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        settings.set("EXTENSIONS", {f"{__name__}.MarkingExtension": 500}, "addon")
+
+
 class OtherAddon:
     """Adds its middleware, extension and feed format with ``settings.set(name, {...}, "addon")``."""
 
