@@ -119,6 +119,34 @@ def test_document_order_is_preserved(fixture_site: SiteFactory, crawl: CrawlRunn
         by_sitemap.setdefault(page["sitemap_url"], []).append(page["url"])
     assert by_sitemap[site.url("/zz-last.xml")] == [site.url(f"/z/{i}") for i in page_ids]
     assert by_sitemap[site.url("/aa-first.xml")] == [site.url(f"/a/{i}") for i in reversed(page_ids)]
+    # and the sitemaps' pages come in the tree's order, depth first (they came as the
+    # answers did: the last children first)
+    assert result.urls() == [
+        *(site.url(f"/z/{i}") for i in page_ids),
+        *(site.url(f"/{name}/page") for name in names),
+        *(site.url(f"/a/{i}") for i in reversed(page_ids)),
+    ]
+
+
+def test_pages_come_in_document_order_whatever_order_the_sitemaps_answer_in(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # robots.txt lists an index before a urlset; the index's first child answers last
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/index.xml", "{base}/after.xml"),
+            "/index.xml": sitemapindex("{base}/slow.xml", "{base}/fast.xml"),
+            "/slow.xml": Route(urlset("{base}/s1", "{base}/s2"), delay=0.5),
+            "/fast.xml": urlset("{base}/f1"),
+            "/after.xml": urlset("{base}/a1", "{base}/a2"),
+            "/sitemap.xml": urlset("{base}/k1"),  # a well-known path: after robots.txt's
+        }
+    )
+    for batch_size in (1, 0):  # (batches of one page, and one item a page)
+        result = crawl({"homepage": site.base}, settings={**FAST, "SITEMAP_CRAWL_BATCH_SIZE": batch_size})
+        assert result.assert_ok().urls() == [site.url(path) for path in ("/s1", "/s2", "/f1", "/a1", "/a2", "/k1")], (
+            batch_size
+        )
 
 
 def test_sibling_sitemaps_are_fetched_in_document_order(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:

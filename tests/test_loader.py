@@ -286,8 +286,9 @@ def test_include_exclude_follow_deny() -> None:
             deny=[r"-old"],
         )
         got = [p.url for p in await drain(loader)]
-        # robots.txt lines are read whatever follow says; index children must match follow, not deny
-        assert got == [f"{BASE}/product/3", f"{BASE}/product/1", f"{BASE}/product/2"]
+        # robots.txt lines are read whatever follow says; index children must match follow, not
+        # deny; the sitemaps are read in the tree's order (the index's child before the second line)
+        assert got == [f"{BASE}/product/1", f"{BASE}/product/2", f"{BASE}/product/3"]
         loader.close()
 
     run(main)
@@ -424,7 +425,8 @@ def test_an_endless_chain_of_indexes_stops_at_the_depth_limit(max_depth: int, ca
     # the start index is level 0; what level d declares is level d + 1, read while <= max_depth
     indexes = [url for url in web.fetched if "/i/" in url]
     assert indexes == [f"{BASE}/i/{n}.xml" for n in range(max_depth + 1)]
-    assert got == [f"{BASE}/page/{n}" for n in range(max_depth)]
+    # in the tree's order: each index lists the next one first, so the deepest page comes first
+    assert got == [f"{BASE}/page/{n}" for n in reversed(range(max_depth))]
     assert any("depth limit" in record.getMessage() for record in caplog.records)
 
 

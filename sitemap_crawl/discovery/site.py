@@ -19,8 +19,9 @@ once whoever declares it).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -159,7 +160,10 @@ class SiteDiscovery:
         """The children each index being read declared and are followed (:func:`same_url_key`
         of each: one URL written two ways is followed once, the first spelling that passes
         ``follow``/``deny``)."""
-        self._waiting: deque[Visit] = deque()
+        self._waiting: list[tuple[tuple[int, ...], int, Visit]] = []
+        """The sitemaps not sent yet: a heap by place in the tree (then by arrival), so that
+        sitemaps go out in the tree's document order, depth first (see :meth:`is_first`)."""
+        self._arrivals = itertools.count()
         # once per crawl: the sitemap URLs read (or being read), and those waiting
         self.read_urls: dict[str, None] = {}
         self._waiting_urls: set[str] = set()
@@ -169,7 +173,7 @@ class SiteDiscovery:
     @property
     def waiting_urls(self) -> list[str]:
         """The sitemaps not yet sent, in the order they will be."""
-        return [visit.url for visit in self._waiting]
+        return [visit.url for _path, _arrival, visit in sorted(self._waiting)]
 
     def role_of(self, url: str) -> str:
         """The role of a sitemap known by its URL alone (the loader's restored sitemaps)."""
@@ -231,6 +235,15 @@ class SiteDiscovery:
         self._in_flight.remove(visit)
         self._pump()
 
+    def is_first(self, visit: Visit) -> bool:
+        """Whether no sitemap of the site that is waiting or in flight comes before ``visit``
+        in the tree (its place, :attr:`Visit.path`, is the smallest): its pages may go out
+        now, in document order (the ``sitemaps`` spider holds a sitemap's pages until then)."""
+        path = visit.path
+        if self._waiting and self._waiting[0][0] < path:
+            return False
+        return all(other.path >= path for other in self._in_flight)
+
     def failed(self, visit: Visit, reason: str, after_redirect: bool = False) -> None:
         """``visit`` could not be fetched or read: an invalid node, unless it is optional. A
         homepage's robots.txt that fails at the connection level makes the site unreachable:
@@ -243,9 +256,10 @@ class SiteDiscovery:
         if self._makes_unreachable(visit, reason):
             self.unreachable = reason
             self._known_paths_sent = True
-            for dropped in [waiting for waiting in self._waiting if waiting.role == KNOWN]:
+            for dropped in [entry for entry in self._waiting if entry[2].role == KNOWN]:
                 self._waiting.remove(dropped)  # the other well-known paths are not probed
-                self._waiting_urls.discard(dropped.url)
+                self._waiting_urls.discard(dropped[2].url)
+            heapq.heapify(self._waiting)
             logger.warning(
                 "Site %s is unreachable (%s): its %swell-known paths are not probed",
                 self.website_url,
@@ -317,7 +331,7 @@ class SiteDiscovery:
         self._failed_known.add(url)
         for led_here in self._led_to_known.pop(url, ()):
             logger.debug("Known path %s failed: %s, which leads to it, is read", url, led_here.url)
-            self._waiting.append(led_here)
+            self._wait(led_here)
         self._pump()
 
     def _known_path_reads(self, visit: Visit, reached: Sequence[str], final_url: str) -> bool:
@@ -450,13 +464,16 @@ class SiteDiscovery:
             self._waiting_urls.add(visit.url)
         if visit.under_robots:
             self._seen_under_robots.add(visit.url)
-        self._waiting.append(visit)
+        self._wait(visit)
         self._pump()
         return True
 
+    def _wait(self, visit: Visit) -> None:
+        heapq.heappush(self._waiting, (visit.path, next(self._arrivals), visit))
+
     def _pump(self) -> None:
         while self._waiting and len(self._in_flight) < self.concurrency:
-            visit = self._waiting.popleft()
+            _path, _arrival, visit = heapq.heappop(self._waiting)
             if self.once_per_crawl:
                 self._waiting_urls.discard(visit.url)
                 if visit.url in self.read_urls:  # read meanwhile, a redirect having led there

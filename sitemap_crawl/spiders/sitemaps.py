@@ -77,6 +77,7 @@ from sitemap_crawl.sites import HomepageList, HostGate, Shard, host_of
 from sitemap_crawl.sites.backlog import SendValve
 from sitemap_crawl.spiders.batch_window import BatchTracker, BatchWindow
 from sitemap_crawl.spiders.download_counts import DownloadCounts
+from sitemap_crawl.spiders.page_order import PageTurns
 from sitemap_crawl.wiring import (
     TREE_EXTENSION,
     TREE_EXTENSION_ORDER,
@@ -298,6 +299,10 @@ class SitemapsSpider(Spider):
         """A history run: by website URL, the changed sitemaps that no longer list some of their
         stored sub-sitemaps; whether those are gone is decided at the site's end."""
         self._sending: set[asyncio.Task[None]] = set()
+        self.turns = PageTurns()
+        """The sitemaps whose pages wait for those before them in the tree (document order)."""
+        self._host_slot_given_back: set[Visit] = set()
+        """Sitemaps that gave their host's download slot back while they waited for their turn."""
         self.known_paths_mode = ALWAYS  # SITEMAP_CRAWL_KNOWN_PATHS_MODE, read by from_crawler
         self.run_id = uuid.uuid4().hex
         """Marks this run's sitemap requests (a stopped run's, resumed by Scrapy, are ignored)."""
@@ -630,7 +635,7 @@ class SitemapsSpider(Spider):
         """Responses downloaded whose callback output is not yet through the item pipelines."""
         engine = self.crawler.engine
         slot = engine.scraper.slot if engine is not None else None
-        return len(slot.active) if slot is not None else 0
+        return len(slot.active) - self.turns.waiting if slot is not None else 0
 
     def _send(self, visit: Visit) -> None:
         engine = self.crawler.engine
@@ -679,10 +684,14 @@ class SitemapsSpider(Spider):
             # what was read for its request, if still held (the sitemap failed, was left out
             # after a redirect, or answered 304 unasked): every ending passes here
             self.history.forget(visit.url)
-        self.gate.release(self._slot_key(visit))
+        if visit in self._host_slot_given_back:
+            self._host_slot_given_back.discard(visit)
+        else:
+            self.gate.release(self._slot_key(visit))
         discovery = self.sites.get(visit.site)
         if discovery is not None:
             discovery.done(visit)
+            self.turns.wake(visit.site)
             self._close_site_if_done(visit.site)
 
     def _request_or_fail(self, visit: Visit) -> Request | None:
@@ -849,6 +858,16 @@ class SitemapsSpider(Spider):
             async for output in self._site_end_rows(visit.site):
                 yield output
 
+    async def _take_turn(self, visit: Visit) -> None:
+        """Wait, before ``visit``'s body is parsed, for the sitemaps before it in the tree to
+        be done, so that its pages go out after theirs (:mod:`sitemap_crawl.spiders.page_order`)."""
+        discovery = self.sites.get(visit.site)
+        if discovery is None or discovery.is_first(visit):
+            return
+        self._host_slot_given_back.add(visit)
+        self.gate.release(self._slot_key(visit))  # (its download is over: the host's slot goes on)
+        await self.turns.wait(visit.site, lambda: discovery.is_first(visit))
+
     def _retry_broken_off(self, response: Response) -> Request | None:
         """A body that broke off (``dataloss``: the connection closed before its end) is asked
         for again as Scrapy's RetryMiddleware asks again for a failed download (RETRY_TIMES,
@@ -896,6 +915,7 @@ class SitemapsSpider(Spider):
             if response.status == NOT_MODIFIED:  # never asked for: no stored body to reuse
                 discovery.failed(visit, http_error(response.status))
                 return
+        await self._take_turn(visit)
         is_robots = visit.role == ROBOTS
         body = response.body
         self._body_bytes_since_trim += len(body)
