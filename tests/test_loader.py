@@ -601,6 +601,49 @@ def test_a_child_under_robots_left_out_is_still_seen_after_a_restart(tmp_path: P
     assert web.fetched[f"{BASE}/sitemap_news.xml"] == 0
 
 
+def test_a_restart_in_fallback_mode_does_not_probe_the_known_paths(tmp_path: Path) -> None:
+    # the count of what robots.txt declared was not saved: after a restart robots.txt
+    # seemed to declare nothing, every well-known path was probed and its pages queued
+    web = FakeWeb(
+        {
+            f"{BASE}/robots.txt": robots("{base}/keep.xml"),
+            f"{BASE}/keep.xml": urlset(*pages("keep", 200)),
+            f"{BASE}/sitemap.xml": urlset("{base}/only-at-a-known-path"),
+        }
+    )
+    live, crashed = tmp_path / "live", tmp_path / "crashed"
+
+    def loader(directory: Path) -> SitemapRequestLoader:
+        return SitemapRequestLoader(
+            fetch=web,
+            homepage=f"{BASE}/",
+            persist_dir=directory,
+            max_buffer_size=10,
+            save_interval=0,
+            known_paths_mode="fallback",
+        )
+
+    async def first_run() -> None:
+        first = loader(live)
+        for _ in range(50):  # into keep.xml
+            page = await first.fetch_next_page()
+            assert page is not None
+            first.mark_handled(page.url)
+        crash_copy(live, crashed)
+        first.close()
+
+    async def second_run() -> list[str]:
+        second = loader(crashed)
+        urls = [page.url for page in await drain(second)]
+        assert second.completed
+        second.close()
+        return urls
+
+    run(first_run)
+    assert sorted(run(second_run)) == sorted(pages("keep", 200)[50:])
+    assert web.fetched[f"{BASE}/sitemap.xml"] == 0
+
+
 def test_resume_rereads_the_current_sitemap_skipping_what_was_queued(tmp_path: Path) -> None:
     web, everything = make_site(sitemaps=2, per=300)
 

@@ -135,6 +135,8 @@ class SiteDiscovery:
         self.once_per_crawl = once_per_crawl
         self.known_paths_mode = known_paths_mode
         self.robots_declared = 0
+        self._robots_declared_before = False
+        """Resumed: robots.txt, read before the stop, led to sitemaps (fallback mode: no probes)."""
         """Sub-sitemaps robots.txt declared (``fallback`` probes the known paths only without one)."""
         self.unreachable: str | None = None
         """Why the site could not be reached (its robots.txt failed at the connection level, or
@@ -201,6 +203,10 @@ class SiteDiscovery:
         not read yet follow, but for those ``seen_under_robots`` (:meth:`seen_under_robots`)."""
         self.read_urls = dict.fromkeys(read)
         self._seen_under_robots.update(seen_under_robots)
+        if self._seen_under_robots and self.homepage is not None and self.use_robots:
+            # robots.txt was read before the stop and led to sitemaps: in fallback mode the
+            # well-known paths stay unprobed, as in a crawl that was not stopped
+            self._robots_declared_before = True
         for url in waiting:
             self._submit(Visit(url, (0,), 0, frozenset(), self.role_of(url), self.website_url))
 
@@ -441,11 +447,11 @@ class SiteDiscovery:
         if self._known_paths_sent:
             return False
         self._known_paths_sent = True
-        if self.known_paths_mode == FALLBACK and self.robots_declared:
+        if self.known_paths_mode == FALLBACK and (self.robots_declared or self._robots_declared_before):
             logger.info(
-                "robots.txt of %s declares %d sitemaps: the well-known paths are not probed (fallback mode)",
+                "robots.txt of %s declares sitemaps%s: the well-known paths are not probed (fallback mode)",
                 self.homepage,
-                self.robots_declared,
+                f" ({self.robots_declared})" if self.robots_declared else " (read before the restart)",
             )
             return False
         sent = 0
