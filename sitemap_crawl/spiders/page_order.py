@@ -18,6 +18,9 @@ Why nothing stalls:
 * the site's discovery sends its waiting sitemaps in tree order (a heap by place), so the
   place a sitemap gives back goes to the first one not sent yet: the first sitemap of the
   site is always on its way;
+* a crawl that is stopping (Ctrl-C, a ``CLOSESPIDER_*`` limit) downloads nothing new, so
+  the sitemaps still waiting then are parsed as they are (a stopped run's last pages may
+  be out of order; none is lost);
 * a waiting sitemap gives its host's download slot back (another site's first sitemap on
   the same host may need it), and the valve that holds sends back while many responses
   are being processed does not count waiting ones (:attr:`PageTurns.waiting`).

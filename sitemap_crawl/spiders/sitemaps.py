@@ -866,7 +866,8 @@ class SitemapsSpider(Spider):
             return
         self._host_slot_given_back.add(visit)
         self.gate.release(self._slot_key(visit))  # (its download is over: the host's slot goes on)
-        await self.turns.wait(visit.site, lambda: discovery.is_first(visit))
+        # (a crawl that stops downloads nothing new: a sitemap before it may never come)
+        await self.turns.wait(visit.site, lambda: discovery.is_first(visit) or is_closing(self.crawler))
 
     def _retry_broken_off(self, response: Response) -> Request | None:
         """A body that broke off (``dataloss``: the connection closed before its end) is asked
