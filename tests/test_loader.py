@@ -554,35 +554,19 @@ def test_resume_after_a_crash_loses_nothing_and_repeats_only_in_progress(tmp_pat
     assert final is not None and final.completed and not final.in_progress and not final.url_queue
 
 
-def test_a_child_under_robots_left_out_is_still_seen_after_a_restart(tmp_path: Path) -> None:
-    # the saved state holds what was read, not what robots.txt led to and was left out: the
-    # resumed crawl read such a child as a well-known path and queued the pages it was kept from
-    web = FakeWeb(
-        {
-            f"{BASE}/robots.txt": robots("{base}/index.xml"),
-            f"{BASE}/index.xml": sitemapindex("{base}/sitemap_news.xml", "{base}/keep.xml"),
-            f"{BASE}/sitemap_news.xml": urlset("{base}/left-out"),
-            f"{BASE}/keep.xml": urlset(*pages("keep", 200)),
-        }
-    )
+def resume_after_50_pages(web: FakeWeb, tmp_path: Path, **options: Any) -> list[str]:
+    """Read the site of ``homepage`` BASE with a loader persisted in tmp_path, crash after 50
+    pages handled (a copy of its files), and restart from the copy: the pages it gives then."""
     live, crashed = tmp_path / "live", tmp_path / "crashed"
-
-    def sitemap_filter(refs: Any, _sitemap_url: str) -> Any:
-        return (ref for ref in refs if "news" not in ref.url)
 
     def loader(directory: Path) -> SitemapRequestLoader:
         return SitemapRequestLoader(
-            fetch=web,
-            homepage=f"{BASE}/",
-            persist_dir=directory,
-            max_buffer_size=10,
-            save_interval=0,
-            sitemap_filter=sitemap_filter,
+            fetch=web, homepage=f"{BASE}/", persist_dir=directory, max_buffer_size=10, save_interval=0, **options
         )
 
     async def first_run() -> None:
         first = loader(live)
-        for _ in range(50):  # into keep.xml
+        for _ in range(50):
             page = await first.fetch_next_page()
             assert page is not None
             first.mark_handled(page.url)
@@ -597,7 +581,27 @@ def test_a_child_under_robots_left_out_is_still_seen_after_a_restart(tmp_path: P
         return urls
 
     run(first_run)
-    assert sorted(run(second_run)) == sorted(pages("keep", 200)[50:])
+    return list(run(second_run))
+
+
+def test_a_child_under_robots_left_out_is_still_seen_after_a_restart(tmp_path: Path) -> None:
+    # the saved state holds what was read, not what robots.txt led to and was left out: the
+    # resumed crawl read such a child as a well-known path and queued the pages it was kept from
+    web = FakeWeb(
+        {
+            f"{BASE}/robots.txt": robots("{base}/index.xml"),
+            f"{BASE}/index.xml": sitemapindex("{base}/sitemap_news.xml", "{base}/keep.xml"),
+            f"{BASE}/sitemap_news.xml": urlset("{base}/left-out"),
+            f"{BASE}/keep.xml": urlset(*pages("keep", 200)),
+        }
+    )
+
+    def sitemap_filter(refs: Any, _sitemap_url: str) -> Any:
+        return (ref for ref in refs if "news" not in ref.url)
+
+    resumed = resume_after_50_pages(web, tmp_path, sitemap_filter=sitemap_filter)  # (50 pages: into keep.xml)
+
+    assert sorted(resumed) == sorted(pages("keep", 200)[50:])
     assert web.fetched[f"{BASE}/sitemap_news.xml"] == 0
 
 
@@ -611,36 +615,10 @@ def test_a_restart_in_fallback_mode_does_not_probe_the_known_paths(tmp_path: Pat
             f"{BASE}/sitemap.xml": urlset("{base}/only-at-a-known-path"),
         }
     )
-    live, crashed = tmp_path / "live", tmp_path / "crashed"
 
-    def loader(directory: Path) -> SitemapRequestLoader:
-        return SitemapRequestLoader(
-            fetch=web,
-            homepage=f"{BASE}/",
-            persist_dir=directory,
-            max_buffer_size=10,
-            save_interval=0,
-            known_paths_mode="fallback",
-        )
+    resumed = resume_after_50_pages(web, tmp_path, known_paths_mode="fallback")
 
-    async def first_run() -> None:
-        first = loader(live)
-        for _ in range(50):  # into keep.xml
-            page = await first.fetch_next_page()
-            assert page is not None
-            first.mark_handled(page.url)
-        crash_copy(live, crashed)
-        first.close()
-
-    async def second_run() -> list[str]:
-        second = loader(crashed)
-        urls = [page.url for page in await drain(second)]
-        assert second.completed
-        second.close()
-        return urls
-
-    run(first_run)
-    assert sorted(run(second_run)) == sorted(pages("keep", 200)[50:])
+    assert sorted(resumed) == sorted(pages("keep", 200)[50:])
     assert web.fetched[f"{BASE}/sitemap.xml"] == 0
 
 
