@@ -76,7 +76,7 @@ class Alternate:
         return ALTERNATE_CODEC.to_dict(self)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class SitemapPage:
     """One page occurrence declared by a sitemap: the item the feeds receive."""
 

@@ -149,6 +149,48 @@ def test_pages_come_in_document_order_whatever_order_the_sitemaps_answer_in(
         )
 
 
+def test_with_a_page_an_item_the_next_sitemaps_pages_do_not_pass_the_last_ones(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # Scrapy processes several items of a response at once: b.xml's pages came out among
+    # a.xml's last ones
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/a.xml", "{base}/b.xml"),
+            "/a.xml": urlset(*(f"{{base}}/a/{n}" for n in range(40))),
+            "/b.xml": urlset(*(f"{{base}}/b/{n}" for n in range(15))),
+        }
+    )
+    settings = {**FAST, "SITEMAP_CRAWL_BATCH_SIZE": 0}
+
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=settings).assert_ok()
+
+    assert result.urls() == [site.url(f"/a/{n}") for n in range(40)] + [site.url(f"/b/{n}") for n in range(15)]
+
+
+def test_sitemaps_waiting_for_their_turn_do_not_stall_a_crawl_that_keeps_scrapys_active_size_limit(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # the two urlsets, downloaded first, waited for the index's children while their bodies
+    # kept Scrapy from downloading anything more: the children were never asked for
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/index.xml", "{base}/big1.xml", "{base}/big2.xml"),
+            "/index.xml": Route(sitemapindex("{base}/c1.xml", "{base}/c2.xml"), delay=0.5),
+            "/c1.xml": urlset("{base}/c1"),
+            "/c2.xml": urlset("{base}/c2"),
+            "/big1.xml": urlset(*(f"{{base}}/b1/{n}" for n in range(300))),
+            "/big2.xml": urlset(*(f"{{base}}/b2/{n}" for n in range(300))),
+        }
+    )
+    settings = {**FAST, "SCRAPER_SLOT_MAX_ACTIVE_SIZE": 10_000}  # (a project's own, kept)
+
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=settings, timeout=60)
+
+    assert len(result.assert_ok().urls()) == 602
+    assert site.hits("/c1.xml") == site.hits("/c2.xml") == 1
+
+
 def test_sibling_sitemaps_are_fetched_in_document_order(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
     names = ["m.xml", "c.xml", "x.xml", "a.xml", "q.xml"]
     routes: dict[str, RouteLike] = {

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from typing import TypeVar
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 
-from sitemap_crawl.items import PageBatch
+from sitemap_crawl.items import PageBatch, SitemapPage
+
+Tracked = TypeVar("Tracked", PageBatch, SitemapPage)
 
 BATCHES_PER_SITEMAP = 2
 """Batches of one sitemap being processed at once (each ``SITEMAP_CRAWL_BATCH_SIZE`` pages)."""
@@ -42,6 +45,14 @@ class BatchWindow:
             self._room.clear()
             await self._room.wait()
 
+    async def wait_until_empty(self) -> None:
+        """Return once none of this sitemap's batches (or pages) is being processed."""
+        while self.open > 0:
+            if self._room is None:
+                self._room = asyncio.Event()
+            self._room.clear()
+            await self._room.wait()
+
     def opened(self) -> None:
         """One more batch is being processed."""
         self.open += 1
@@ -57,7 +68,7 @@ class BatchTracker:
     """Watches Scrapy's item signals for the batches the spider yields."""
 
     def __init__(self, crawler: Crawler) -> None:
-        self._open: dict[int, weakref.finalize[[int, BatchWindow], PageBatch]] = {}
+        self._open: dict[int, weakref.finalize[[int, BatchWindow], PageBatch | SitemapPage]] = {}
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             crawler.signals.connect(self._done, signal=signal)
 
@@ -66,15 +77,16 @@ class BatchTracker:
         await window.wait_for_room()
         return self.track(batch, window)
 
-    def track(self, batch: PageBatch, window: BatchWindow) -> PageBatch:
-        """Count ``batch`` in ``window`` until it is done; returns it."""
+    def track(self, batch: Tracked, window: BatchWindow) -> Tracked:
+        """Count ``batch`` (or a page yielded on its own) in ``window`` until it is done;
+        returns it."""
         key = id(batch)
         window.opened()
         self._open[key] = weakref.finalize(batch, self._release, key, window)
         return batch
 
     def _done(self, item: object) -> None:
-        if type(item) is PageBatch:
+        if type(item) is PageBatch or type(item) is SitemapPage:
             finalizer = self._open.get(id(item))
             if finalizer is not None:
                 finalizer()  # runs _release once; the finalizer is then dead

@@ -20,7 +20,9 @@ Why nothing stalls:
   site is always on its way;
 * a crawl that is stopping (Ctrl-C, a ``CLOSESPIDER_*`` limit) downloads nothing new, so
   the sitemaps still waiting then are parsed as they are (a stopped run's last pages may
-  be out of order; none is lost);
+  be out of order; none is lost); so are they while Scrapy holds new downloads back
+  because of the bodies being processed, waiting ones included (a
+  ``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` the project set: the spider lifts it otherwise);
 * a waiting sitemap gives its host's download slot back (another site's first sitemap on
   the same host may need it), and the valve that holds sends back while many responses
   are being processed does not count waiting ones (:attr:`PageTurns.waiting`).

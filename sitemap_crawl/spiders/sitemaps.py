@@ -783,9 +783,11 @@ class SitemapsSpider(Spider):
                 history.track(changes, batch)
                 yield batch
         else:
+            window = BatchWindow()
             for row in rows:
                 history.track(changes, row)
-                yield row
+                yield self._batches.track(row, window)
+            await window.wait_until_empty()  # (document order: as for the pages of a plain run)
 
     def _declare_child(
         self,
@@ -866,8 +868,20 @@ class SitemapsSpider(Spider):
             return
         self._host_slot_given_back.add(visit)
         self.gate.release(self._slot_key(visit))  # (its download is over: the host's slot goes on)
-        # (a crawl that stops downloads nothing new: a sitemap before it may never come)
-        await self.turns.wait(visit.site, lambda: discovery.is_first(visit) or is_closing(self.crawler))
+        # A sitemap before it may never come: the crawl stops (it downloads nothing new), or
+        # Scrapy holds new downloads back while the bodies being processed (the waiting ones
+        # among them) pass a SCRAPER_SLOT_MAX_ACTIVE_SIZE the project kept: read it then.
+        await self.turns.wait(
+            visit.site,
+            lambda: discovery.is_first(visit) or is_closing(self.crawler) or self._downloads_held_back(),
+        )
+
+    def _downloads_held_back(self) -> bool:
+        """Whether Scrapy starts no new download because of the bodies being processed
+        (SCRAPER_SLOT_MAX_ACTIVE_SIZE; the spider lifts it unless the project set it)."""
+        engine = self.crawler.engine
+        slot = engine.scraper.slot if engine is not None else None
+        return slot is not None and slot.needs_backout()
 
     def _retry_broken_off(self, response: Response) -> Request | None:
         """A body that broke off (``dataloss``: the connection closed before its end) is asked
@@ -989,12 +1003,16 @@ class SitemapsSpider(Spider):
                             yield await self._batches.admit(PageBatch(visit.url, visit.path, batch, website), window)
                             batch = []
                     else:
-                        yield entry
+                        yield self._batches.track(entry, window)  # (see the end of this loop)
                 else:
                     assert isinstance(entry, SitemapRef)
                     if changes is not None:
                         changes.add_listed(entry)
                     child_index = self._declare_child(discovery, visit, reader.kind, entry, child_index, lineage)
+        if not self.batch_size:
+            # a page an item: Scrapy processes several at once, so the next sitemap's first
+            # pages could pass this one's last: it ends once they are through (document order)
+            await window.wait_until_empty()
         self.pages_read += page_count
         if dropped:
             self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, dropped)
