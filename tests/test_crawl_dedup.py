@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from tests.support import Route, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import RouteLike, SiteFactory
@@ -166,6 +168,30 @@ def test_with_a_page_an_item_the_next_sitemaps_pages_do_not_pass_the_last_ones(
     result = crawl({"homepage": site.base, "use_known_paths": False}, settings=settings).assert_ok()
 
     assert result.urls() == [site.url(f"/a/{n}") for n in range(40)] + [site.url(f"/b/{n}") for n in range(15)]
+
+
+def test_sitemaps_waiting_for_their_turn_leave_their_places_to_the_ones_before_them(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # the two sitemaps after the index, downloaded first, kept two of the three places in
+    # flight while they waited: the index's slow children went one at a time
+    children = [f"/c{n}.xml" for n in range(6)]
+    routes: dict[str, RouteLike] = {
+        "/robots.txt": robots("{base}/index.xml", "{base}/s1.xml", "{base}/s2.xml"),
+        "/index.xml": sitemapindex(*(f"{{base}}{child}" for child in children)),
+        "/s1.xml": urlset("{base}/s1"),
+        "/s2.xml": urlset("{base}/s2"),
+    }
+    for child in children:
+        routes[child] = Route(urlset(f"{{base}}{child}/page"), delay=0.4)
+    site = fixture_site(routes)
+    settings = {**FAST, "SITEMAP_CRAWL_CONCURRENT_SITEMAPS": 3}
+
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=settings).assert_ok()
+
+    assert result.urls()[-2:] == [site.url("/s1"), site.url("/s2")]
+    asked = sorted(request.time for request in site.requests if request.path in children)
+    assert min(later - earlier for earlier, later in itertools.pairwise(asked)) < 0.2, asked
 
 
 def test_sitemaps_waiting_for_their_turn_do_not_stall_a_crawl_that_keeps_scrapys_active_size_limit(

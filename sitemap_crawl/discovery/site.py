@@ -158,6 +158,8 @@ class SiteDiscovery:
         self._failed_known: set[str] = set()
         self._led_to_known: dict[str, list[Visit]] = {}
         self._in_flight: list[Visit] = []
+        self._parked: set[Visit] = set()
+        """Of those, the ones downloaded and waiting for their turn (:meth:`park`)."""
         self._followed: dict[Visit, set[str]] = {}
         """The children each index being read declared and are followed (:func:`same_url_key`
         of each: one URL written two ways is followed once, the first spelling that passes
@@ -239,7 +241,20 @@ class SiteDiscovery:
     def done(self, visit: Visit) -> None:
         """``visit`` is done (read or failed): send the next waiting sitemap."""
         self._in_flight.remove(visit)
+        self._parked.discard(visit)
         self._pump()
+
+    def park(self, visit: Visit) -> None:
+        """``visit`` is downloaded and waits for its turn (:meth:`is_first`): it gives its place
+        among the sitemaps in flight back, so that the ones before it are not fetched fewer at
+        a time. At most ``concurrency`` wait so (the bodies a site holds: twice that), but the
+        first sitemap not sent yet always goes when it comes before every one waiting."""
+        self._parked.add(visit)
+        self._pump()
+
+    def unpark(self, visit: Visit) -> None:
+        """``visit``'s turn came: it is read, in flight again."""
+        self._parked.discard(visit)
 
     def is_first(self, visit: Visit) -> bool:
         """Whether no sitemap of the site that is waiting or in flight comes before ``visit``
@@ -477,8 +492,15 @@ class SiteDiscovery:
     def _wait(self, visit: Visit) -> None:
         heapq.heappush(self._waiting, (visit.path, next(self._arrivals), visit))
 
+    def _has_room(self) -> bool:
+        """Whether the next waiting sitemap may be sent (:meth:`park`)."""
+        parked = self._parked
+        if len(self._in_flight) - len(parked) >= self.concurrency:
+            return False
+        return len(parked) < self.concurrency or all(self._waiting[0][0] < other.path for other in parked)
+
     def _pump(self) -> None:
-        while self._waiting and len(self._in_flight) < self.concurrency:
+        while self._waiting and self._has_room():
             _path, _arrival, visit = heapq.heappop(self._waiting)
             if self.once_per_crawl:
                 self._waiting_urls.discard(visit.url)

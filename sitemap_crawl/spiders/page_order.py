@@ -13,11 +13,14 @@ already (one parse worker keeps up with it).
 
 Why nothing stalls:
 
-* a waiting sitemap holds its body (not parsed: no parse worker, no batch) and its place
-  among the site's sitemaps in flight, so a site holds at most that many bodies, as before;
-* the site's discovery sends its waiting sitemaps in tree order (a heap by place), so the
-  place a sitemap gives back goes to the first one not sent yet: the first sitemap of the
-  site is always on its way;
+* a waiting sitemap holds its body (not parsed: no parse worker, no batch) and gives its
+  place among the site's sitemaps in flight back (:meth:`SiteDiscovery.park
+  <sitemap_crawl.discovery.site.SiteDiscovery.park>`), so that the sitemaps before it are
+  not fetched fewer at a time; at most as many wait so, so a site holds at most twice the
+  bodies it did;
+* the site's discovery sends its waiting sitemaps in tree order (a heap by place), and the
+  first one not sent yet may always go when it comes before every sitemap waiting for its
+  turn: the first sitemap of the site is always on its way;
 * a crawl that is stopping (Ctrl-C, a ``CLOSESPIDER_*`` limit) downloads nothing new, so
   the sitemaps still waiting then are parsed as they are (a stopped run's last pages may
   be out of order; none is lost); so are they while Scrapy holds new downloads back

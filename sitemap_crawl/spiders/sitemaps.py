@@ -868,6 +868,7 @@ class SitemapsSpider(Spider):
             return
         self._host_slot_given_back.add(visit)
         self.gate.release(self._slot_key(visit))  # (its download is over: the host's slot goes on)
+        discovery.park(visit)  # (and its place among the site's sitemaps in flight)
         # A sitemap before it may never come: the crawl stops (it downloads nothing new), or
         # Scrapy holds new downloads back while the bodies being processed (the waiting ones
         # among them) pass a SCRAPER_SLOT_MAX_ACTIVE_SIZE the project kept: read it then.
@@ -875,6 +876,7 @@ class SitemapsSpider(Spider):
             visit.site,
             lambda: discovery.is_first(visit) or is_closing(self.crawler) or self._downloads_held_back(),
         )
+        discovery.unpark(visit)
 
     def _downloads_held_back(self) -> bool:
         """Whether Scrapy starts no new download because of the bodies being processed
