@@ -4,7 +4,6 @@ settings (and its page adapter to itemadapter)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from scrapy.settings import BaseSettings
 
@@ -34,10 +33,13 @@ def add_sitemap_crawl_components(settings: BaseSettings) -> None:
     add_audit_extension(settings)
     add_sitemap_request_middlewares(settings)
     exporters = settings.getdict("FEED_EXPORTERS")
-    missing = {name: f"{exporter.__module__}.{exporter.__qualname__}" for name, exporter in EXPORTERS.items()}
-    missing = {name: path for name, path in missing.items() if name not in exporters}
-    if missing:
-        _set_in_place(settings, "FEED_EXPORTERS", {**exporters, **missing})
+    missing = {
+        name: f"{exporter.__module__}.{exporter.__qualname__}"
+        for name, exporter in EXPORTERS.items()
+        if name not in exporters
+    }
+    if missing:  # (at the priority it has, as setdefault_in_component_priority_dict sets)
+        settings.set("FEED_EXPORTERS", {**exporters, **missing}, settings.getpriority("FEED_EXPORTERS") or 0)
 
 
 def add_audit_extension(settings: BaseSettings) -> None:
@@ -64,12 +66,6 @@ def add_sitemap_request_middlewares(settings: BaseSettings) -> None:
         (ConditionalHeadersMiddleware, CONDITIONAL_MIDDLEWARE_ORDER),
     ):
         settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", middleware, order)
-
-
-def _set_in_place(settings: BaseSettings, name: str, value: dict[Any, Any]) -> None:
-    """Set a dict setting we extended at the priority it has (as Scrapy's
-    ``setdefault_in_component_priority_dict`` does)."""
-    settings.set(name, value, settings.getpriority(name) or 0)
 
 
 def keep_over_the_runners_copy(settings: BaseSettings, names: Iterable[str]) -> None:

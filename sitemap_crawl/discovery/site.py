@@ -135,9 +135,9 @@ class SiteDiscovery:
         self.once_per_crawl = once_per_crawl
         self.known_paths_mode = known_paths_mode
         self.robots_declared = 0
+        """Sub-sitemaps robots.txt declared (``fallback`` probes the known paths only without one)."""
         self._robots_declared_before = False
         """Resumed: robots.txt, read before the stop, led to sitemaps (fallback mode: no probes)."""
-        """Sub-sitemaps robots.txt declared (``fallback`` probes the known paths only without one)."""
         self.unreachable: str | None = None
         """Why the site could not be reached (its robots.txt failed at the connection level, or
         without robots.txt its first well-known path), or None."""

@@ -200,13 +200,14 @@ class SitemapTreeExtension:
             write(*args)
         except OSError as exc:
             assert self.tree_file is not None
+            reason = exc.strerror or str(exc)
             logger.error(
                 "The sitemap tree file %s could not be written (%s): no more is written to it",
                 self.tree_file.path,
-                exc.strerror or exc,
+                reason,
             )
             self.stats.set_value(TREE_FILE_FAILED_STAT, 1)
-            self.tree_file_failure = f"{self.tree_file.path}: {exc.strerror or exc}"
+            self.tree_file_failure = f"{self.tree_file.path}: {reason}"
             self.tree_file.abandon()
             self.tree_file = None
             return False

@@ -39,15 +39,14 @@ class BatchWindow:
 
     async def wait_for_room(self) -> None:
         """Return once fewer than ``size`` batches of this sitemap are being processed."""
-        while self.open >= self.size:
-            if self._room is None:
-                self._room = asyncio.Event()
-            self._room.clear()
-            await self._room.wait()
+        await self._wait_below(self.size)
 
     async def wait_until_empty(self) -> None:
         """Return once none of this sitemap's batches (or pages) is being processed."""
-        while self.open > 0:
+        await self._wait_below(1)
+
+    async def _wait_below(self, limit: int) -> None:
+        while self.open >= limit:
             if self._room is None:
                 self._room = asyncio.Event()
             self._room.clear()

@@ -631,10 +631,15 @@ class SitemapsSpider(Spider):
             del self._slot_keys[visit.url]
         return key
 
-    def _responses_in_process(self) -> int:
-        """Responses downloaded whose callback output is not yet through the item pipelines."""
+    def _scraper_slot(self) -> Any:
+        """Scrapy's scraper slot (the responses being processed), or None outside a crawl."""
         engine = self.crawler.engine
-        slot = engine.scraper.slot if engine is not None else None
+        return engine.scraper.slot if engine is not None else None
+
+    def _responses_in_process(self) -> int:
+        """Responses downloaded whose callback output is not yet through the item pipelines
+        (those waiting for their turn aside: :mod:`~sitemap_crawl.spiders.page_order`)."""
+        slot = self._scraper_slot()
         return len(slot.active) - self.turns.waiting if slot is not None else 0
 
     def _send(self, visit: Visit) -> None:
@@ -881,9 +886,8 @@ class SitemapsSpider(Spider):
     def _downloads_held_back(self) -> bool:
         """Whether Scrapy starts no new download because of the bodies being processed
         (SCRAPER_SLOT_MAX_ACTIVE_SIZE; the spider lifts it unless the project set it)."""
-        engine = self.crawler.engine
-        slot = engine.scraper.slot if engine is not None else None
-        return slot is not None and slot.needs_backout()
+        slot = self._scraper_slot()
+        return slot is not None and bool(slot.needs_backout())
 
     def _retry_broken_off(self, response: Response) -> Request | None:
         """A body that broke off (``dataloss``: the connection closed before its end) is asked
