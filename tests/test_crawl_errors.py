@@ -9,8 +9,9 @@ from pathlib import Path
 from tests.support import Route, robots, sitemapindex, text_sitemap, urlset
 from tests.support.crawl import CrawlRunner
 from tests.support.fixture_server import SiteFactory
+from tests.support.live_frames import FRAMES_STAT
 from tests.support.spiders import run_spider
-from tests.support.tree import node, robots_tree, website_node
+from tests.support.tree import node, robots_tree, tree_of, website_node
 
 FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5}
 
@@ -242,6 +243,33 @@ def test_a_body_that_is_not_its_content_encoding_says_why(fixture_site: SiteFact
         "download error: the body is not what its Content-Encoding says (zlib.error)",
         "download error: the body is not what its Content-Encoding says (gzip.BadGzipFile)",
     ]
+
+
+def test_a_body_inflating_past_the_limit_is_not_kept_after_its_failure(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # Scrapy raises IgnoreRequest from the error that stopped the inflating; that error's
+    # frames held the body inflated so far until a rare full collection (6 such bodies of
+    # 100 MiB: 700 MB peak)
+    big = urlset(*(f"{{base}}/page-{number:06}" for number in range(40_000)))
+    paths = [f"/big-{number}.xml" for number in range(4)]
+    site = fixture_site(
+        {
+            "/robots.txt": robots(*("{base}" + path for path in paths)),
+            **{path: Route(big, gzip_encoding=True) for path in paths},
+        }
+    )
+    settings = {
+        **FAST,
+        "SITEMAP_CRAWL_MAX_SIZE": 256 * 1024,
+        "SITEMAP_CRAWL_CONCURRENT_SITEMAPS": 1,
+        "EXTENSIONS": {"tests.support.live_frames.DecompressionFrames": 0},
+    }
+    result = crawl({"homepage": site.url("/")}, settings=settings).assert_ok()
+
+    robots_node = tree_of(result)["sub_sitemaps"][0]
+    assert [child.get("error") for child in robots_node["sub_sitemaps"]] == ["size limit"] * 4
+    assert result.stats[FRAMES_STAT] == 0
 
 
 def test_an_unreachable_site_still_ends_cleanly(crawl: CrawlRunner, fixture_site: SiteFactory) -> None:

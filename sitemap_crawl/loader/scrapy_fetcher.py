@@ -120,7 +120,7 @@ class ScrapySitemapFetcher:
         from scrapy import Request
         from scrapy.http.request import NO_CALLBACK
 
-        from sitemap_crawl.failures import failure_reason
+        from sitemap_crawl.failures import failure_reason, release_causes
 
         if self._closing():
             raise asyncio.CancelledError  # the crawl is ending: leave this sitemap for the next run
@@ -144,6 +144,7 @@ class ScrapySitemapFetcher:
         except Exception as exc:
             if self._closing():
                 raise asyncio.CancelledError from exc
+            release_causes(exc)
             raise SitemapFetchError(failure_reason(exc), after_redirect=record.redirected) from exc
         if not 200 <= response.status < 300:
             raise SitemapFetchError(f"HTTP {response.status}")

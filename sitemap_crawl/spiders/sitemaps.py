@@ -45,7 +45,7 @@ from sitemap_crawl.discovery.since import Since
 from sitemap_crawl.downloads import MANY_SITES_HANDLER
 from sitemap_crawl.engine_state import is_closing
 from sitemap_crawl.extensions.tree import SitemapTreeExtension
-from sitemap_crawl.failures import failure_reason
+from sitemap_crawl.failures import failure_reason, release_causes
 from sitemap_crawl.gctuning import GcTuning
 from sitemap_crawl.history.store import HistoryError, HistoryStore
 from sitemap_crawl.history.tracker import CHANGED, NOT_MODIFIED, UNCHANGED, HistoryTracker, SitemapChanges
@@ -827,6 +827,7 @@ class SitemapsSpider(Spider):
 
     def sitemap_failed(self, failure: Failure) -> AsyncIterator[Any] | None:
         """Errback: the sitemap could not be downloaded; record why."""
+        release_causes(failure)
         request = getattr(failure, "request", None)
         visit: Visit | None = request.meta.get(META_KEY) if request is not None else None
         if request is None or visit is None:
