@@ -103,6 +103,27 @@ def test_other_markup_is_not_a_sitemap(body: bytes) -> None:
 
 
 @pytest.mark.parametrize(
+    ("body", "root"),
+    [
+        (b"<URLSET><URL><LOC>https://www.example.org/a</LOC></URL></URLSET>", "URLSET"),
+        (
+            b'<Urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://www.example.org/a</loc>'
+            b"</url></Urlset>",
+            "Urlset",
+        ),
+        (b"<SITEMAPINDEX><sitemap><loc>https://www.example.org/s</loc></sitemap></SITEMAPINDEX>", "SITEMAPINDEX"),
+        (b"<RSS><channel><item><link>https://www.example.org/a</link></item></channel></RSS>", "RSS"),
+    ],
+)
+def test_a_root_in_other_letter_case_is_not_a_sitemap_and_says_its_name(body: bytes, root: str) -> None:
+    # XML names are case-sensitive: <URLSET> was taken for a urlset, whose <url>s it then
+    # did not see: 0 pages and no error
+    reader = SitemapReader(body, "https://www.example.org/sitemap.xml")
+    assert list(reader) == []
+    assert (reader.kind, reader.error, reader.detail) == ("invalid", "not a sitemap", f"root element <{root}>")
+
+
+@pytest.mark.parametrize(
     "body", [b"", b" ", b"\n\r\n\t", codecs.BOM_UTF8, gzip.compress(b"", mtime=0), gzip.compress(b"\n\n", mtime=0)]
 )
 def test_empty_body_is_not_a_sitemap(body: bytes) -> None:

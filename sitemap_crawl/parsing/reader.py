@@ -138,7 +138,7 @@ class SitemapReader:
             self._root_name, problem, _ = find_root_name(self._chunks())
         except _LXML_VALUE_ERRORS as exc:
             self._root_name, problem = None, f"{type(exc).__name__}: {exc}"
-        root = None if self._root_name is None else self._root_name.lower()
+        root = self._root_name  # (XML names are case-sensitive: <URLSET> is no urlset)
         dialects = EVERY_LINK_DIALECTS if self.every_link else DIALECTS
         if root is not None and root in dialects:
             self._dialect = dialects[root]
