@@ -42,13 +42,21 @@ class TreeFile:
         self._stream: IO[str] | None = None
         self._temporary: Path | None = None
         self._single: dict[str, Any] | None = None
+        self._whole_lines_end: int | None = None
+        """A lines file's size before the line whose write failed (abandon cuts it back there)."""
 
     def add(self, tree: dict[str, Any]) -> None:
         """One finished site's tree."""
         if self.lines:
             stream = self._open()
-            stream.write(json.dumps(tree, ensure_ascii=False) + "\n")
-            stream.flush()
+            line = json.dumps(tree, ensure_ascii=False) + "\n"
+            end = os.fstat(stream.fileno()).st_size  # (each line is flushed: the file ends after the last)
+            try:
+                stream.write(line)
+                stream.flush()
+            except OSError:
+                self._whole_lines_end = end
+                raise
         elif self.many_sites:
             stream = self._open()
             stream.write(("[\n" if not self.written else ",\n") + json.dumps(tree, ensure_ascii=False, indent=1))
@@ -77,8 +85,12 @@ class TreeFile:
         if stream is not None:
             with contextlib.suppress(OSError):
                 stream.close()
+        if self._whole_lines_end is not None:  # a line cut short (a full disk) is taken back out
+            with contextlib.suppress(OSError):
+                os.truncate(self.path, self._whole_lines_end)
         if self._temporary is not None:
-            self._temporary.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # (a file system turned read-only: EROFS, not ENOENT)
+                self._temporary.unlink(missing_ok=True)
 
     @property
     def stream(self) -> IO[str] | None:
@@ -93,12 +105,14 @@ class TreeFile:
                 self._stream = self.path.open("a", encoding="utf-8")
                 if cut_short:  # a line cut short by a crash is ended, not continued
                     self._stream.write("\n")
+                    self._stream.flush()
             elif self.lines or not replaceable(self.path):  # (a device or pipe: written in place)
                 self._stream = self.path.open("w", encoding="utf-8")  # a new run starts the file anew
             else:
                 # a name of its own, opened as a new file: mkstemp's would keep mode 0600
-                self._temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-                self._stream = self._temporary.open("x", encoding="utf-8")
+                temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+                self._stream = temporary.open("x", encoding="utf-8")
+                self._temporary = temporary  # (only once it exists: abandon removes it)
         return self._stream
 
     def _finish(self, stream: IO[str]) -> None:
@@ -111,8 +125,10 @@ class TreeFile:
             stream.close()
             os.replace(self._temporary, self.path)
         except OSError:
-            stream.close()
-            self._temporary.unlink(missing_ok=True)  # no half-written file left beside it
+            with contextlib.suppress(OSError):
+                stream.close()
+            with contextlib.suppress(OSError):
+                self._temporary.unlink(missing_ok=True)  # no half-written file left beside it
             raise
 
 

@@ -390,6 +390,29 @@ def test_a_gzip_robots_txt_past_the_size_cap_is_a_warning(caplog: pytest.LogCapt
     assert [message for message in warned if "robots.txt" in message and "size limit" in message], warned
 
 
+@pytest.mark.parametrize(
+    ("sources", "said"),
+    [
+        ({"homepage": f"{BASE}/", "use_robots": False, "use_known_paths": False}, "use_robots and use_known_paths"),
+        ({}, "no sitemap URL and no homepage"),
+    ],
+    ids=["homepage-without-its-sources", "nothing-given"],
+)
+def test_a_loader_with_nothing_to_fetch_says_why(
+    caplog: pytest.LogCaptureFixture, sources: dict[str, Any], said: str
+) -> None:
+    # a homepage with robots.txt and the known paths off was "no homepage" too
+    async def main() -> None:
+        loader = SitemapRequestLoader(fetch=FakeWeb({}), **sources)
+        assert await drain(loader) == []
+        loader.close()
+
+    with caplog.at_level("INFO", logger="sitemap_crawl"):
+        run(main)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and said in warned[0], warned
+
+
 class EndlessIndexes:
     """/i/N.xml is an index listing /i/N+1.xml and one urlset /p/N.xml: an endless chain."""
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
+import signal
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from sitemap_crawl.tree_file import TreeFile
 
@@ -91,3 +97,46 @@ def test_a_json_tree_file_that_cannot_be_renamed_into_place_leaves_no_temporary_
     else:
         raise AssertionError("replacing a directory by the tree file should fail")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["tree.json"]
+
+
+@contextlib.contextmanager
+def file_size_limit(size: int) -> Iterator[None]:
+    """Writes past ``size`` bytes of a file fail (EFBIG), as on a disk that fills up: a write
+    that crosses the limit writes its first bytes, then fails."""
+    previous = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, previous[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, previous)
+        signal.signal(signal.SIGXFSZ, previous_handler)
+
+
+def test_a_lines_file_that_fills_up_keeps_only_whole_lines(tmp_path: Path) -> None:
+    # the file ended in a JSON line cut short: a reader of lines met a corrupt last one
+    path = tmp_path / "trees.jsonl"
+    writer = TreeFile(path, many_sites=True)
+    writer.add(tree("https://a.example/"))
+    whole = path.read_bytes()
+    large = {**tree("https://b.example/"), "sub_sitemaps": [tree(f"https://b.example/{n}") for n in range(200)]}
+    with file_size_limit(len(whole) + 4096):
+        with pytest.raises(OSError):
+            writer.add(large)
+        assert len(path.read_bytes()) > len(whole)  # (the limit let part of the line through)
+        writer.abandon()
+    assert path.read_bytes() == whole
+    assert [json.loads(line)["url"] for line in path.read_text("utf-8").splitlines()] == ["https://a.example/"]
+
+
+def test_a_json_tree_file_whose_temporary_file_cannot_be_made_is_abandoned_quietly(tmp_path: Path) -> None:
+    # the temporary file's name was set before it was made; abandon then removed a file that
+    # was never there, and on a file system turned read-only that raised (EROFS): the closing
+    # log lines were lost. Here its name is too long to be made.
+    target = tmp_path / ("t" * 240 + ".json")
+    tree_file = TreeFile(target, many_sites=False)
+    tree_file.add(tree("https://a.example/"))
+    with pytest.raises(OSError):
+        tree_file.close()
+    tree_file.abandon()
+    assert list(tmp_path.iterdir()) == []

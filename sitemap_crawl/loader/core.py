@@ -418,7 +418,13 @@ class SitemapRequestLoader:
     def _start_fresh(self) -> None:
         self._discovery.start()
         if not self._next and not self.known_urls:
-            logger.warning("Sitemap loader: no sitemap URL and no homepage; nothing to crawl")
+            if self.homepages:  # (a homepage with both of its sources switched off)
+                logger.warning(
+                    "Sitemap loader: use_robots and use_known_paths are both false and no sitemap URL"
+                    " was given: nothing will be fetched"
+                )
+            else:
+                logger.warning("Sitemap loader: no sitemap URL and no homepage; nothing to crawl")
 
     def _reset(self) -> None:
         self._site_index = 0
