@@ -411,6 +411,26 @@ def test_a_known_path_redirected_to_another_known_path_is_read_once(
     assert site.hits("/post-sitemap.xml") == 1
 
 
+def test_two_known_paths_redirected_to_one_url_name_it_by_their_order_not_their_answers(
+    fixture_site: SiteFactory, crawl: CrawlRunner
+) -> None:
+    # the first to answer kept it: the node's name (and a history's rows) changed from run to run
+    site = fixture_site(
+        {
+            "/robots.txt": "User-agent: *\n",
+            "/sitemap.xml": Route(redirect_to="/real.xml", delay=0.7),  # (first in the known paths' order)
+            "/sitemap_index.xml": Route(redirect_to="/real.xml"),
+            "/real.xml": urlset("{base}/a", "{base}/b"),
+        }
+    )
+
+    result = crawl({"homepage": site.base}, settings=FAST).assert_ok()
+
+    base = site.base
+    assert top_level(result) == [(base + "/robots.txt", "robots_txt"), (base + "/sitemap.xml", "xml_urlset")]
+    assert result.urls() == [base + "/a", base + "/b"]
+
+
 @pytest.mark.parametrize(
     "args", [{"since": "2024-01-01"}, {"deny": r"sitemap\.xml"}], ids=["older than since", "denied"]
 )

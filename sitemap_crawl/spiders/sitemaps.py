@@ -40,7 +40,7 @@ from sitemap_crawl.arguments import (
     parse_since_arguments,
     parse_sitemap_urls,
 )
-from sitemap_crawl.discovery import ALWAYS, ROBOTS, FollowRules, SiteDiscovery, Visit
+from sitemap_crawl.discovery import ALWAYS, KNOWN, ROBOTS, FollowRules, SiteDiscovery, Visit
 from sitemap_crawl.discovery.since import Since
 from sitemap_crawl.downloads import MANY_SITES_HANDLER
 from sitemap_crawl.engine_state import is_closing
@@ -920,9 +920,16 @@ class SitemapsSpider(Spider):
             return
         final_url = response.url
         hops = response.meta.get("redirect_urls", ())
-        if final_url != visit.url and not discovery.redirected(visit, final_url, hops):
-            self._handled(response, visit, left_out=True)
-            return
+        took_turn = False
+        if final_url != visit.url:
+            if visit.role == KNOWN:
+                # two known paths redirected to one URL: the first in the tree keeps it, not
+                # the first to answer (a history run saw its pages move between the two)
+                await self._take_turn(visit)
+                took_turn = True
+            if not discovery.redirected(visit, final_url, hops):
+                self._handled(response, visit, left_out=True)
+                return
         self._handled(response, visit)
         changes: SitemapChanges | None = None
         if self.history is not None:
@@ -937,7 +944,8 @@ class SitemapsSpider(Spider):
             if response.status == NOT_MODIFIED:  # never asked for: no stored body to reuse
                 discovery.failed(visit, http_error(response.status))
                 return
-        await self._take_turn(visit)
+        if not took_turn:
+            await self._take_turn(visit)
         is_robots = visit.role == ROBOTS
         body = response.body
         self._body_bytes_since_trim += len(body)
