@@ -133,6 +133,10 @@ class ShardOutput:
     async def _close(self) -> None:
         self._send((STATS, helper_stats(self.crawler.stats.get_stats())))
         if self._writer is not None:
+            # drain() waits only while more than the transport's high-water mark (64 KiB) is
+            # queued: what is below it would be lost when the loop stops after this signal (a
+            # main process slow to read lost a helper's last pages, its site's end and stats)
+            self._writer.transport.set_write_buffer_limits(high=0)
             try:
                 await self._writer.drain()
             except ConnectionError:  # the main process is gone (killed): nobody to tell
