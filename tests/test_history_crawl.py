@@ -192,6 +192,38 @@ def test_a_sitemap_redirected_to_another_file_exports_its_changes(
     assert third.pages == []
 
 
+def test_a_changed_sitemaps_rows_come_in_its_document_order_then_its_removals(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # they came grouped: every added page, then every modified one, then the removed ones
+    listing = [{"loc": "{base}/" + name, "lastmod": "2024-05-01"} for name in "abcdef"]
+    site = fixture_site({"/robots.txt": robots("{base}/s.xml"), "/s.xml": urlset(*listing)})
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    new_date = {"lastmod": "2024-05-07"}
+    site["/s.xml"] = urlset(
+        "{base}/n1",
+        listing[0],
+        {**listing[1], **new_date},
+        "{base}/n2",
+        {**listing[3], **new_date},
+        listing[4],
+        "{base}/n3",
+    )
+
+    result = _run(crawl, site, history)
+
+    assert [(row["url"].removeprefix(site.base), row["change"]) for row in result.pages] == [
+        ("/n1", "added"),
+        ("/b", "modified"),
+        ("/n2", "added"),
+        ("/d", "modified"),
+        ("/n3", "added"),
+        ("/c", "removed"),
+        ("/f", "removed"),
+    ]
+
+
 @pytest.mark.parametrize("output_format", ["jsonl", "json", "csv", "xml"])
 def test_a_changed_sitemap_exports_exactly_its_changes(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path, output_format: str

@@ -24,6 +24,7 @@ def test_diff_pages() -> None:
     diff = diff_pages(stored, current)
 
     assert (diff.added, diff.modified, diff.removed) == (["d"], ["b"], ["c"])
+    assert diff.listed == [("d", "added"), ("b", "modified")]  # (the new listing's order)
     assert len(diff) == 3
     assert diff_pages(stored, current, with_removed=False).removed == []
     assert len(diff_pages(stored, dict(stored))) == 0

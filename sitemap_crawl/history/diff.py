@@ -14,14 +14,23 @@ CHANGES = (ADDED, MODIFIED, REMOVED)
 
 @dataclass(slots=True)
 class PageDiff:
-    """Page URLs by change, each list in the order of the new listing (removed: stored order)."""
+    """What changed in one sitemap's pages: the pages added or modified, with their change,
+    in the order of the new listing (document order), then the pages removed (stored order)."""
 
-    added: list[str] = field(default_factory=list)
-    modified: list[str] = field(default_factory=list)
+    listed: list[tuple[str, str]] = field(default_factory=list)
+    """``(url, ADDED or MODIFIED)`` in the order the sitemap now lists them."""
     removed: list[str] = field(default_factory=list)
 
+    @property
+    def added(self) -> list[str]:
+        return [url for url, change in self.listed if change == ADDED]
+
+    @property
+    def modified(self) -> list[str]:
+        return [url for url, change in self.listed if change == MODIFIED]
+
     def __len__(self) -> int:
-        return len(self.added) + len(self.modified) + len(self.removed)
+        return len(self.listed) + len(self.removed)
 
 
 def diff_pages(stored: Mapping[str, str], current: Mapping[str, str], with_removed: bool = True) -> PageDiff:
@@ -30,12 +39,13 @@ def diff_pages(stored: Mapping[str, str], current: Mapping[str, str], with_remov
     ``with_removed=False`` (a sitemap read only in part) reports no removal: a page missing
     from a partial listing may still be there."""
     result = PageDiff()
+    listed = result.listed
     for url, digest in current.items():
         before = stored.get(url)
         if before is None:
-            result.added.append(url)
+            listed.append((url, ADDED))
         elif before != digest:
-            result.modified.append(url)
+            listed.append((url, MODIFIED))
     if with_removed:
         result.removed = [url for url in stored if url not in current]
     return result

@@ -34,7 +34,7 @@ from scrapy.http import Response
 
 from sitemap_crawl.codec import page_from_dict
 from sitemap_crawl.feed_files import flush_feed_files
-from sitemap_crawl.history.diff import ADDED, MODIFIED, REMOVED, diff_pages
+from sitemap_crawl.history.diff import REMOVED, diff_pages
 from sitemap_crawl.history.store import HistoryStore, SitemapState
 from sitemap_crawl.items import SitemapPage, SitemapRef
 from sitemap_crawl.names import HISTORY_STATS_PREFIX
@@ -241,10 +241,11 @@ class HistoryTracker:
         return SitemapChanges(url, site, before, after, attempt)
 
     async def rows(self, changes: SitemapChanges, partial: bool) -> list[SitemapPage]:
-        """The rows of a changed sitemap, read (not one that failed: its state stays): added,
-        modified, then removed pages. With ``partial`` (a body read only in part) no page is
-        removed, and the next run reads it again. The sub-sitemaps it no longer lists are
-        ``changes.dropped``: :meth:`dropped_rows` decides at the site's end."""
+        """The rows of a changed sitemap, read (not one that failed: its state stays): its
+        added and modified pages in the order it lists them, then its removed pages. With
+        ``partial`` (a body read only in part) no page is removed, and the next run reads it
+        again. The sub-sitemaps it no longer lists are ``changes.dropped``:
+        :meth:`dropped_rows` decides at the site's end."""
         self._inc(CHANGED)
         self._listed.update(changes.listed)
         stored = await self.store.pages(changes.url)  # as this run found them, for each place of the sitemap
@@ -255,8 +256,7 @@ class HistoryTracker:
             with_removed=not partial,
         )
         attempt = changes.attempt
-        rows = [_changed(current[url][2], ADDED, attempt) for url in diff.added]
-        rows += [_changed(current[url][2], MODIFIED, attempt) for url in diff.modified]
+        rows = [_changed(current[url][2], change, attempt) for url, change in diff.listed]  # (document order)
         rows += [_removed(stored[url][1], changes.site, attempt) for url in diff.removed]
         if not partial:
             self._listings_read.add(changes.url)
