@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Callable
@@ -23,7 +24,8 @@ def replaceable(path: Path) -> bool:
 def write_atomically(path: Path, data: bytes, before_replace: Callable[[], None] | None = None) -> None:
     """Write ``data`` to ``path`` through a temporary file that is fsynced, then renamed over
     it; ``before_replace`` runs between the fsync and the rename. A ``path`` that is no
-    regular file (:func:`replaceable`) is written in place."""
+    regular file (:func:`replaceable`) is written in place. When writing fails (OSError,
+    raised again) the temporary file is removed: ``path`` is left as it was."""
     if not replaceable(path):
         with path.open("wb") as handle:
             handle.write(data)
@@ -31,10 +33,15 @@ def write_atomically(path: Path, data: bytes, before_replace: Callable[[], None]
             before_replace()
         return
     temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    if before_replace is not None:
-        before_replace()
-    os.replace(temporary, path)
+    try:
+        with temporary.open("wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if before_replace is not None:
+            before_replace()
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):  # (a full disk: no cut file left beside it)
+            temporary.unlink(missing_ok=True)
+        raise

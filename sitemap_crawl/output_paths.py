@@ -23,11 +23,15 @@ def unwritable_reason(path: str | Path) -> str | None:
         return f"{str(path)!r} cannot be written: {str(folder)!r} is a file, not a folder"
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"{str(path)!r} cannot be written: its folder cannot be made ({exc.strerror or exc})"
+    try:
         probe = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}")
         probe.open("x").close()
         probe.unlink()
-    except OSError as exc:
-        return f"{str(path)!r} cannot be written ({exc.strerror or exc})"
+    except OSError as exc:  # (a file in /proc or /sys: "No such file or directory" alone misled)
+        folder_name = str(target.parent)
+        return f"{str(path)!r} cannot be written: no file can be made in {folder_name!r} ({exc.strerror or exc})"
     return None
 
 

@@ -16,6 +16,7 @@ from sitemap_crawl.audit import rules
 from sitemap_crawl.audit.crawl_audit import CrawlAudit, ResponseFacts
 from tests.support import gzip_bytes, robots, sitemapindex, urlset
 from tests.support.crawl import CrawlRunner
+from tests.support.disk import file_size_limit
 from tests.support.fixture_server import Route, SiteFactory, closed_port
 
 FAST = {"RETRY_TIMES": 0, "DOWNLOAD_TIMEOUT": 5, "SITEMAP_CRAWL_KNOWN_PATHS": "sitemap.xml"}
@@ -86,6 +87,71 @@ def test_an_appending_audit_keeps_the_file_and_ends_a_line_cut_short(tmp_path: P
     written = path.read_text("utf-8").splitlines()
     assert written[:2] == ['{"website": "https://old.example/"}', '{"website": "https://cu']
     assert [json.loads(line)["rule"] for line in written[2:]] == ["url-fragment"]
+
+
+def test_a_findings_file_that_fills_up_keeps_whole_lines_and_the_findings_are_still_counted(tmp_path: Path) -> None:
+    # each batch after the disk filled was a traceback, the file ended in a cut line, and
+    # the crawl's log said all was written
+    path = tmp_path / "findings.jsonl"
+    report = tmp_path / "report.html"
+    audit = CrawlAudit(str(path), str(report), "*")
+    site = "https://example.com/"
+    facts = [
+        ResponseFacts(site, f"{site}s{n}.xml", "child", 200, f"{site}s{n}.xml", "application/xml") for n in range(3)
+    ]
+    listing = urlset(*(f"https://example.com/{n}#part" for n in range(300))).encode()  # 300 url-fragment
+    assert audit.audit(facts[0], listing)["url-fragment"] == 300
+    whole = path.stat().st_size
+    with file_size_limit(whole + 5000):
+        assert audit.audit(facts[1], listing)["url-fragment"] == 300  # (counted all the same)
+        assert audit.audit(facts[2], listing)["url-fragment"] == 300
+    assert path.stat().st_size == whole  # the batch cut short is taken back out
+    assert [(failure.output, failure.written) for failure in audit.take_failures()] == [("findings", 300)]
+    audit.finish()
+    assert len(read_findings(path)) == 300
+    assert audit.take_failures() == []
+    assert "900" in report.read_text("utf-8")  # (the report counts every finding)
+
+
+def test_a_report_that_cannot_be_written_leaves_nothing_and_is_said(tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    report.write_text("an earlier run's", encoding="utf-8")
+    audit = CrawlAudit(None, str(report), "*")
+    url = "https://example.com/s.xml"
+    audit.audit(ResponseFacts("https://example.com/", url, "child", 200, url, "application/xml"), b"<urlset/>")
+    with file_size_limit(100):
+        audit.finish()
+    [failure] = audit.take_failures()
+    assert (failure.output, failure.path) == ("report", str(report))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["report.html"]  # (no temporary file left)
+    assert report.read_text("utf-8") == "an earlier run's"
+
+
+@pytest.mark.parametrize("which", ["findings", "report"])
+def test_an_audit_output_that_cannot_be_written_is_one_error_line_and_a_stat(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path, which: str
+) -> None:
+    site = fixture_site({"/robots.txt": robots("{base}/s.xml"), "/s.xml": urlset("{base}/a#part", "{base}/b#part")})
+    findings, report = (tmp_path / "findings.jsonl", tmp_path / "report.html")
+    outputs = {"SITEMAP_CRAWL_AUDIT_FILE": str(findings), "SITEMAP_CRAWL_REPORT_FILE": str(report)}
+    outputs["SITEMAP_CRAWL_AUDIT_FILE" if which == "findings" else "SITEMAP_CRAWL_REPORT_FILE"] = "/dev/full"
+
+    result = crawl({"homepage": site.base}, settings={**FAST, **outputs}).assert_ok()
+
+    assert "Traceback" not in result.log
+    errors = [line for line in result.log_lines("ERROR") if "audit" in line]
+    assert len(errors) == 2, errors  # as it happens, and the closing line
+    assert "No space left on device" in errors[0]
+    assert "Sitemap audit: 2 finding(s)" in errors[1]
+    if which == "findings":
+        assert result.stats["sitemap_crawl/audit_file_failed"] == 1
+        assert "0 of them written to /dev/full" in errors[1]
+        assert report.exists()
+    else:
+        assert result.stats["sitemap_crawl/audit_report_failed"] == 1
+        assert "the report /dev/full was not written" in errors[1]
+        assert len(read_findings(findings)) == 2
+    assert result.stats["sitemap_crawl/audit/url-fragment"] == 2
 
 
 @pytest.mark.parametrize("redirect_first", [True, False])

@@ -26,6 +26,14 @@ def test_a_directory_or_a_path_below_a_file_is_not(tmp_path: Path) -> None:
     )  # it said "File exists"
 
 
+@pytest.mark.skipif(not Path("/proc/version").is_file(), reason="no /proc/version (not Linux)")
+def test_a_file_in_a_folder_that_takes_no_new_file_says_so() -> None:
+    # it said "(No such file or directory)" of a file that exists
+    assert unwritable_reason("/proc/version") == (
+        "'/proc/version' cannot be written: no file can be made in '/proc' (No such file or directory)"
+    )
+
+
 def test_two_outputs_naming_one_file_are_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     outputs = [("SITEMAP_CRAWL_TREE_FILE", "out/tree.json"), ("SITEMAP_CRAWL_AUDIT_FILE", None)]

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import resource
-import signal
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sitemap_crawl.tree_file import TreeFile
+from tests.support.disk import file_size_limit
 
 
 def tree(site: str) -> dict[str, object]:
@@ -97,20 +94,6 @@ def test_a_json_tree_file_that_cannot_be_renamed_into_place_leaves_no_temporary_
     else:
         raise AssertionError("replacing a directory by the tree file should fail")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["tree.json"]
-
-
-@contextlib.contextmanager
-def file_size_limit(size: int) -> Iterator[None]:
-    """Writes past ``size`` bytes of a file fail (EFBIG), as on a disk that fills up: a write
-    that crosses the limit writes its first bytes, then fails."""
-    previous = resource.getrlimit(resource.RLIMIT_FSIZE)
-    previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size, previous[1]))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, previous)
-        signal.signal(signal.SIGXFSZ, previous_handler)
 
 
 def test_a_lines_file_that_fills_up_keeps_only_whole_lines(tmp_path: Path) -> None:

@@ -7,13 +7,16 @@ site is forgotten, and the sitemaps each robots.txt declares (SitemapDeclaration
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from sitemap_crawl.atomic_file import write_atomically
 from sitemap_crawl.audit.auditor import SiteAudit
@@ -53,6 +56,20 @@ def json_lines(found: list[Finding]) -> str:
 _RULE = attrgetter("rule")
 _WRITE_BATCH = 1000
 
+FINDINGS_OUTPUT = "findings"
+REPORT_OUTPUT = "report"
+
+
+class OutputFailure(NamedTuple):
+    """An output of the audit that could not be written (a full disk, a file system turned
+    read-only): which (FINDINGS_OUTPUT or REPORT_OUTPUT), its path, why, and the findings
+    written to it before (the findings file keeps those, whole lines only)."""
+
+    output: str
+    path: str
+    reason: str
+    written: int = 0
+
 
 class ResponseFacts(NamedTuple):
     """What the audit is told of one sitemap or robots.txt response, besides its body."""
@@ -85,7 +102,14 @@ class CrawlAudit:
         self.user_agent = user_agent
         self._audits: dict[str, SiteAudit] = {}
         self._declarations = SitemapDeclarations()
-        self._file: IO[str] | None = None
+        self._file: BinaryIO | None = None
+        self._file_end = 0
+        """The findings file's bytes of whole lines (a write cut short is taken back to it)."""
+        self._file_failed = False
+        self.written = 0
+        """Findings written to the findings file."""
+        self.failures: list[OutputFailure] = []
+        """Outputs that could not be written, not yet taken (:meth:`take_failures`)."""
 
     def audit(self, facts: ResponseFacts, body: Body) -> Counter[str]:
         """Audit one response; its findings are written; their count by rule is returned."""
@@ -178,20 +202,57 @@ class CrawlAudit:
         counts.update(map(_RULE, found))
         if self.report is not None:
             self.report.add_findings(found)
-        if self.path is not None and self._file is None:
-            self._file = self._open()
-        if self._file is not None:
-            self._file.write(json_lines(found))
+        stream = self._findings_file()
+        if stream is None:
+            return
+        data = json_lines(found).encode("utf-8")
+        try:
+            _write_whole(stream, data)
+        except OSError as exc:
+            self._findings_failed(exc)
+            return
+        self._file_end += len(data)
+        self.written += len(found)
 
-    def _open(self) -> IO[str]:
+    def _findings_file(self) -> BinaryIO | None:
+        """The open findings file; None when there is none or it failed."""
+        if self._file is None and self.path is not None and not self._file_failed:
+            try:
+                self._file = self._open()
+            except OSError as exc:
+                self._findings_failed(exc)
+        return self._file
+
+    def _open(self) -> BinaryIO:
         assert self.path is not None
         if not self.append:
-            return open(self.path, "w", encoding="utf-8")
+            return open(self.path, "wb", buffering=0)
         cut_short = ends_mid_line(Path(self.path))
-        stream = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed by finish)
+        stream = open(self.path, "ab", buffering=0)  # noqa: SIM115 (closed by finish)
         if cut_short:  # a line cut short by a crash is ended, not continued
-            stream.write("\n")
+            _write_whole(stream, b"\n")
+        self._file_end = os.fstat(stream.fileno()).st_size
         return stream
+
+    def _findings_failed(self, error: OSError) -> None:
+        """The findings file cannot be written: it keeps its whole lines (a line cut short is
+        taken back out where the file system allows), and no more is written to it; the
+        findings are still counted (and go to the report)."""
+        assert self.path is not None
+        self._file_failed = True
+        stream, self._file = self._file, None
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+            with contextlib.suppress(OSError):
+                if os.path.getsize(self.path) > self._file_end:
+                    os.truncate(self.path, self._file_end)
+        self.failures.append(OutputFailure(FINDINGS_OUTPUT, self.path, _reason(error), self.written))
+
+    def take_failures(self) -> list[OutputFailure]:
+        """The outputs that failed since the last call."""
+        failures, self.failures = self.failures, []
+        return failures
 
     def finish(self) -> Counter[str]:
         """Forget every site left (their end findings), close the findings file (an empty one
@@ -199,14 +260,31 @@ class CrawlAudit:
         counts: Counter[str] = Counter()
         for site in list(self._audits):
             counts.update(self.forget(site))
-        if self._file is None and self.path is not None:
-            self._file = self._open()  # no finding: an empty file, not a stale one (appending: as it was)
-        if self._file is not None:
-            self._file.close()
+        stream = self._findings_file()  # no finding: an empty file, not a stale one (appending: as it was)
+        if stream is not None:
+            self._file = None
+            stream.close()
         if self.report is not None and self.report_path is not None:
             # whole or not at all: a process killed while it writes leaves no cut or empty report
-            write_atomically(Path(self.report_path), self.report.render().encode("utf-8"))
+            try:
+                write_atomically(Path(self.report_path), self.report.render().encode("utf-8"))
+            except OSError as exc:
+                self.failures.append(OutputFailure(REPORT_OUTPUT, self.report_path, _reason(exc)))
         return counts
+
+
+def _write_whole(stream: BinaryIO, data: bytes) -> None:
+    """Write every byte of ``data`` to an unbuffered file (a write may take only part)."""
+    view = memoryview(data)
+    while view:
+        count = stream.write(view)
+        if not count:
+            raise OSError(errno.EIO, "the file took no byte")
+        view = view[count:]
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)
 
 
 def found_nothing(body: Body, url: str) -> bool:

@@ -9,7 +9,10 @@ process sends ``(OPEN, path, report_path, user_agent, append)`` once, then jobs 
 ``(RESPONSE, job_id, facts, body_length)`` followed by the body's raw bytes,
 ``(CALL, job_id, method, args)`` for a :data:`CALLS` method of the CrawlAudit, and last
 ``(FINISH, job_id)``. Each job is answered ``(DONE, job_id, {rule: count})`` once handled
-(the findings are in the file by then); after FINISH's answer the process ends. A
+(the findings are in the file by then), after an ``(OUTPUT_FAILED, output, path, reason,
+written)`` for each output that could not be written while it was handled (a full disk:
+see :class:`~sitemap_crawl.audit.crawl_audit.OutputFailure`); after FINISH's answer the
+process ends. A
 large body is spooled to a temporary file as it arrives (as the parse worker does), so
 the process's memory does not grow with it.
 """
@@ -36,6 +39,7 @@ RESPONSE = "response"
 CALL = "call"
 FINISH = "finish"
 DONE = "done"
+OUTPUT_FAILED = "output_failed"
 
 CALLS = frozenset({"forget", "undecodable", "add_tree", "forbidden", "download_failed"})
 """The CrawlAudit methods a CALL job may name."""
@@ -71,6 +75,8 @@ def serve(source: BinaryIO, sink: BinaryIO) -> None:
         if isinstance(body, FileBody):
             body.close()
         del body
+        for failure in audit.take_failures():
+            write_frame(sink, (OUTPUT_FAILED, *failure))
         write_frame(sink, (DONE, job_id, counts))
         sink.flush()
         if tag == RESPONSE and message[3] >= SPOOL_MIN_SIZE:

@@ -106,8 +106,12 @@ UNESCAPED_ENTITY = Rule(
 )
 INVALID_DOCUMENT = Rule("invalid-document", E, "structure", "Truncated or not well-formed XML, or not a sitemap.", P)
 # values
-LASTMOD_FORMAT = Rule("lastmod-format", E, "values", "A lastmod that is not a W3C Datetime.", P)
-LASTMOD_FUTURE = Rule("lastmod-future", W, "values", "A lastmod in the future.", G)
+LASTMOD_FORMAT = Rule(
+    "lastmod-format", E, "values", "A lastmod (or a news publication_date) that is not a W3C Datetime.", P
+)
+LASTMOD_FUTURE = Rule(
+    "lastmod-future", W, "values", "A lastmod more than a day after the crawl (a day for time zones and clocks).", G
+)
 PRIORITY_RANGE = Rule("priority-range", E, "values", "A priority that is not a number from 0.0 to 1.0.", P)
 CHANGEFREQ_VALUE = Rule("changefreq-value", E, "values", "A changefreq that is not one of the seven values.", P)
 NEWS_TOO_OLD = Rule("news-too-old", W, "values", "A news story published more than two days ago.", G)

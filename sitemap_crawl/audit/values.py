@@ -72,7 +72,7 @@ def check_lastmod(text: str, now: datetime) -> Iterator[tuple[Rule, str]]:
     if value is None:
         yield rules.LASTMOD_FORMAT, f"lastmod {text[:100]!r}"
     elif value > now + _FUTURE_SLACK:
-        yield rules.LASTMOD_FUTURE, f"lastmod {text} is after {now:%Y-%m-%d}"
+        yield rules.LASTMOD_FUTURE, f"lastmod {text} is more than a day after the crawl ({now:%Y-%m-%dT%H:%MZ})"
 
 
 def check_entry(entry: RawEntry, now: datetime) -> Iterator[tuple[Rule, str]]:

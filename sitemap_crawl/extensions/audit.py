@@ -30,13 +30,20 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from sitemap_crawl.audit.backlog import AuditBacklog
-from sitemap_crawl.audit.crawl_audit import ResponseFacts
-from sitemap_crawl.audit.process import AUDIT_MODULE, CALL, DONE, FINISH, OPEN, RESPONSE
+from sitemap_crawl.audit.crawl_audit import FINDINGS_OUTPUT, REPORT_OUTPUT, OutputFailure, ResponseFacts
+from sitemap_crawl.audit.process import AUDIT_MODULE, CALL, DONE, FINISH, OPEN, OUTPUT_FAILED, RESPONSE
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.discovery.site import Visit
 from sitemap_crawl.items import NodeReport
 from sitemap_crawl.kinds import ErrorReason, NodeKind, is_download_failure
-from sitemap_crawl.names import AUDIT_ENCODING_META_KEY, AUDIT_PAUSED_STAT, AUDIT_STAT, META_KEY
+from sitemap_crawl.names import (
+    AUDIT_ENCODING_META_KEY,
+    AUDIT_FILE_FAILED_STAT,
+    AUDIT_PAUSED_STAT,
+    AUDIT_REPORT_FAILED_STAT,
+    AUDIT_STAT,
+    META_KEY,
+)
 from sitemap_crawl.parsing.stream import GZIP_MAGIC
 from sitemap_crawl.parsing.worker_protocol import encode_frame, read_frame
 from sitemap_crawl.processes import child_command, child_process_env
@@ -59,6 +66,8 @@ class SitemapAuditExtension:
         settings = crawler.settings  # (the agent Scrapy's RobotsTxtMiddleware reads robots.txt for)
         self.user_agent = str(settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or "*")
         self.counts: Counter[str] = Counter()
+        self.failed_outputs: dict[str, OutputFailure] = {}
+        """The outputs (FINDINGS_OUTPUT, REPORT_OUTPUT) the audit process could not write."""
         self.backlog = AuditBacklog(
             SettingsReader(crawler.settings).audit_backlog, self._send, self._pause, self._resume
         )
@@ -273,6 +282,9 @@ class SitemapAuditExtension:
             await asyncio.to_thread(self._reader.join)
         total = sum(self.counts.values())
         summary = ", ".join(f"{rule} {count}" for rule, count in self.counts.most_common())
+        if self.failed_outputs and not self._broken:
+            self._log_failed_outputs(total, summary)
+            return
         if self._broken:  # the process ended early: what it wrote is all there is, and no report
             logger.error(
                 "Sitemap audit incomplete: %d finding(s) counted%s%s",
@@ -283,6 +295,41 @@ class SitemapAuditExtension:
             return
         where = " and ".join(path for path in (self.path, self.report_path) if path)
         logger.info("Sitemap audit: %d finding(s) in %s%s", total, where, f": {summary}" if summary else "")
+
+    def _output_failed(self, output: str, path: str, reason: str, written: int) -> None:
+        """The audit process could not write one of its outputs: said once, as it happens."""
+        failure = OutputFailure(output, path, reason, written)
+        self.failed_outputs.setdefault(output, failure)
+        stats = self.crawler.stats
+        if output == FINDINGS_OUTPUT:
+            logger.error(
+                "The sitemap audit's findings file %s could not be written (%s): no more is written to it;"
+                " the %d finding(s) written before are in it, the rest are still counted",
+                path,
+                reason,
+                written,
+            )
+            if stats is not None:
+                stats.set_value(AUDIT_FILE_FAILED_STAT, 1)
+        else:
+            logger.error("The sitemap audit report %s could not be written (%s)", path, reason)
+            if stats is not None:
+                stats.set_value(AUDIT_REPORT_FAILED_STAT, 1)
+
+    def _log_failed_outputs(self, total: int, summary: str) -> None:
+        """The closing line when an output could not be written: what is where, and what is not."""
+        parts = [f"Sitemap audit: {total} finding(s)"]
+        findings = self.failed_outputs.get(FINDINGS_OUTPUT)
+        if findings is not None:
+            parts.append(f"{findings.written} of them written to {findings.path} before it failed ({findings.reason})")
+        elif self.path:
+            parts[0] += f" in {self.path}"
+        report = self.failed_outputs.get(REPORT_OUTPUT)
+        if report is not None:
+            parts.append(f"the report {report.path} was not written ({report.reason})")
+        elif self.report_path:
+            parts.append(f"the report in {self.report_path}")
+        logger.error("%s%s", "; ".join(parts), f": {summary}" if summary else "")
 
     # in the writer thread
 
@@ -339,6 +386,8 @@ class SitemapAuditExtension:
                 return
             if message[0] == DONE:
                 self._from_thread(self._done, message[1], message[2])
+            elif message[0] == OUTPUT_FAILED:
+                self._from_thread(self._output_failed, *message[1:])
 
     def _from_thread(self, function: Any, *args: Any) -> None:
         from twisted.internet import reactor  # here: importing it at module level would install one
