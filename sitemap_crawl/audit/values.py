@@ -72,7 +72,8 @@ def check_lastmod(text: str, now: datetime) -> Iterator[tuple[Rule, str]]:
     if value is None:
         yield rules.LASTMOD_FORMAT, f"lastmod {text[:100]!r}"
     elif value > now + _FUTURE_SLACK:
-        yield rules.LASTMOD_FUTURE, f"lastmod {text} is more than a day after the crawl ({now:%Y-%m-%dT%H:%MZ})"
+        crawled = now.isoformat(timespec="minutes")
+        yield rules.LASTMOD_FUTURE, f"lastmod {text} is more than a day after the crawl ({crawled})"
 
 
 def check_entry(entry: RawEntry, now: datetime) -> Iterator[tuple[Rule, str]]:
