@@ -12,6 +12,7 @@ import lxml.html
 import pytest
 from scrapy.utils.test import get_crawler
 
+from sitemap_crawl.audit.crawl_audit import CrawlAudit, ResponseFacts
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
 from sitemap_crawl.audit.report_tree import (
@@ -232,6 +233,31 @@ def test_the_histogram_says_that_feed_pages_are_not_in_it() -> None:
     report.add_site_facts(SITE, {}, Counter({"2024-05": 3}))
     doc = lxml.html.fromstring(report.render())
     assert not doc.xpath("//p[@class='note']") and doc.xpath("//table[@class='months']")
+
+
+def test_the_histogram_says_how_many_pages_have_no_lastmod_month(tmp_path: Path) -> None:
+    # it counted the dated pages only, without a word: 5 pages showed as 1
+    report_path = tmp_path / "report.html"
+    audit = CrawlAudit(None, str(report_path), "*")
+    url = f"{SITE}s.xml"
+    body = urlset(
+        {"loc": f"{SITE}a", "lastmod": "2024-05-01"},
+        {"loc": f"{SITE}b"},
+        {"loc": f"{SITE}c", "lastmod": "yesterday"},
+        {"loc": f"{SITE}d", "lastmod": "2024"},
+        {"loc": f"{SITE}e"},
+        {"loc": f"{SITE}a", "lastmod": "2024-05-01"},  # (listed again: one page)
+    ).encode()
+    audit.audit(ResponseFacts(SITE, url, "child", 200, url, "application/xml"), body)
+    audit.finish()
+    doc: Any = lxml.html.fromstring(report_path.read_text("utf-8"))
+    assert doc.xpath("string(//p[@class='note'])").startswith(
+        "4 of the urlsets' 5 page(s) have no lastmod with a month"
+    )
+    assert [
+        row.xpath("string(td[1])") + " " + row.xpath("string(td[2])")
+        for row in doc.xpath("//table[@class='months']/tr")
+    ] == ["2024-05 1"]
 
 
 def test_children_beyond_the_cap_become_one_line() -> None:

@@ -91,6 +91,9 @@ class SiteAudit:
         self._site_pages = HashSet(page_limit)
         self.months: Counter[str] = Counter()
         """Pages by lastmod month (``YYYY-MM``), for the report."""
+        self.urlset_pages = 0
+        """Pages of the urlsets read (a page listed again in its sitemap once), dated or not:
+        the report tells how many have no lastmod month."""
         self.sitemap_pages: dict[str, int] = {}
         """Entries of each sitemap read (pages of a urlset, children of an index)."""
         self.declared: set[str] = set()
@@ -326,10 +329,13 @@ class SiteAudit:
         in_order = not (repeated or entry_findings)  # the location findings alone come in document order
         broken += repeated
         broken += entry_findings
+        self.urlset_pages += len(entries)
         for position, rule, _detail in repeated:
-            lastmod = entries[position].lastmod
-            if rule is rules.DUPLICATE_IN_SITEMAP and lastmod is not None:
-                lastmods.uncount(lastmod)  # a page listed again in its sitemap is one page of the histogram
+            if rule is rules.DUPLICATE_IN_SITEMAP:  # a page listed again in its sitemap is one page of the histogram
+                self.urlset_pages -= 1
+                lastmod = entries[position].lastmod
+                if lastmod is not None:
+                    lastmods.uncount(lastmod)
         if any(map(_HREFLANGS, entries)):
             listed_before = {position for position, _rule, _detail in repeated}
             self._remember_alternates(sitemap_url, entries, listed_before)  # a page's alternates count once

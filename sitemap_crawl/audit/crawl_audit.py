@@ -180,7 +180,7 @@ class CrawlAudit:
             return Counter()
         counts = self._write_all(audit.finish())
         if self.report is not None:
-            self.report.add_site_facts(site, audit.sitemap_pages, audit.months)
+            self.report.add_site_facts(site, audit.sitemap_pages, audit.months, audit.urlset_pages)
         return counts
 
     def _site_audit(self, site: str) -> SiteAudit:

@@ -69,6 +69,8 @@ class SiteSummary:
     tree: NodeSummary | None = None
     feed_pages: int = 0
     """Pages of the site's RSS and Atom feeds (not in ``months``: the audit reads no feed item)."""
+    urlset_pages: int = 0
+    """Pages of the site's urlsets, with a lastmod month (in ``months``) or not."""
     nodes: dict[str, NodeSummary] = field(default_factory=dict)
     """The shown tree nodes by URL."""
 
@@ -141,10 +143,14 @@ class Report:
         summary.pending.clear()
         summary.sitemap_pages.clear()
 
-    def add_site_facts(self, website: str, sitemap_pages: dict[str, int], months: Counter[str]) -> None:
-        """The lastmod months of a site and, without a tree, entries per sitemap (the first ones)."""
+    def add_site_facts(
+        self, website: str, sitemap_pages: dict[str, int], months: Counter[str], urlset_pages: int = 0
+    ) -> None:
+        """The lastmod months of a site (and how many of its ``urlset_pages`` have none) and,
+        without a tree, entries per sitemap (the first ones)."""
         summary = self.site(website)
         summary.months.update(months)
+        summary.urlset_pages += urlset_pages
         if summary.tree is not None:
             return  # the tree shows the pages of each sitemap
         for url, count in sitemap_pages.items():
@@ -216,21 +222,29 @@ def _site_section(summary: SiteSummary) -> str:
             for url, count in summary.sitemap_pages.items()
         ]
         parts.append("</table>")
-    if not summary.months and not summary.feed_pages:
+    undated = summary.urlset_pages - sum(summary.months.values())
+    if not summary.months and not summary.feed_pages and undated <= 0:
         parts.append("</section>")
         return "".join(parts)
     parts.append("<h3>Pages by lastmod month</h3>")
+    if undated > 0:
+        parts.append(
+            f"<p class='note'>{undated:,} of the urlsets' {summary.urlset_pages:,} page(s) have no lastmod with"
+            " a month (none, one that is not a W3C Datetime, or a year alone): not counted here.</p>"
+        )
     if summary.feed_pages:
         parts.append(
             f"<p class='note'>{summary.feed_pages:,} page(s) of RSS and Atom feeds are not counted here: "
             "the audit reads the urlsets' lastmod only.</p>"
         )
-    parts.append("<table class='months'>")
-    top = max(summary.months.values(), default=1)
-    for month in sorted(summary.months):
-        count = summary.months[month]
-        width = max(1, round(300 * count / top))
-        bar = f"<span class='bar' style='width:{width}px'></span>"
-        parts.append(f"<tr><td>{html_text(month)}</td><td>{count:,}</td><td>{bar}</td></tr>")
-    parts.append("</table></section>")
+    if summary.months:
+        parts.append("<table class='months'>")
+        top = max(summary.months.values())
+        for month in sorted(summary.months):
+            count = summary.months[month]
+            width = max(1, round(300 * count / top))
+            bar = f"<span class='bar' style='width:{width}px'></span>"
+            parts.append(f"<tr><td>{html_text(month)}</td><td>{count:,}</td><td>{bar}</td></tr>")
+        parts.append("</table>")
+    parts.append("</section>")
     return "".join(parts)
