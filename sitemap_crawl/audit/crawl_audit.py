@@ -209,7 +209,7 @@ class CrawlAudit:
         try:
             _write_whole(stream, data)
         except OSError as exc:
-            self._findings_failed(exc)
+            self._findings_failed(exc, data)
             return
         self._file_end += len(data)
         self.written += len(found)
@@ -234,10 +234,11 @@ class CrawlAudit:
         self._file_end = os.fstat(stream.fileno()).st_size
         return stream
 
-    def _findings_failed(self, error: OSError) -> None:
-        """The findings file cannot be written: it keeps its whole lines (a line cut short is
-        taken back out where the file system allows), and no more is written to it; the
-        findings are still counted (and go to the report)."""
+    def _findings_failed(self, error: OSError, data: bytes = b"") -> None:
+        """The findings file cannot be written: it keeps its whole lines, those of the batch
+        ``data`` that reached it too (a line cut short is taken back out where the file
+        system allows), and no more is written to it; the findings are still counted (and
+        go to the report)."""
         assert self.path is not None
         self._file_failed = True
         stream, self._file = self._file, None
@@ -245,8 +246,13 @@ class CrawlAudit:
             with contextlib.suppress(OSError):
                 stream.close()
             with contextlib.suppress(OSError):
-                if os.path.getsize(self.path) > self._file_end:
-                    os.truncate(self.path, self._file_end)
+                reached = os.path.getsize(self.path) - self._file_end
+                if reached > 0:
+                    whole = data.rfind(b"\n", 0, min(reached, len(data))) + 1  # (0: no whole line of it)
+                    self.written += data.count(b"\n", 0, whole)
+                    self._file_end += whole
+                    if reached > whole:
+                        os.truncate(self.path, self._file_end)
         self.failures.append(OutputFailure(FINDINGS_OUTPUT, self.path, _reason(error), self.written))
 
     def take_failures(self) -> list[OutputFailure]:

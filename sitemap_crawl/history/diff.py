@@ -15,7 +15,8 @@ CHANGES = (ADDED, MODIFIED, REMOVED)
 @dataclass(slots=True)
 class PageDiff:
     """What changed in one sitemap's pages: the pages added or modified, with their change,
-    in the order of the new listing (document order), then the pages removed (stored order)."""
+    in the order of the new listing (document order), then the pages removed (in the order
+    of ``stored``: the history store gives them by URL)."""
 
     listed: list[tuple[str, str]] = field(default_factory=list)
     """``(url, ADDED or MODIFIED)`` in the order the sitemap now lists them."""
