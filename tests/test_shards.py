@@ -12,6 +12,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ from sitemap_crawl.settings_reader import SettingsReader
 from sitemap_crawl.shards.helpers import HelperProcesses, page_batch
 from sitemap_crawl.shards.output import ShardOutput, helper_stats
 from sitemap_crawl.shards.protocol import PAGES, STATS, STOPPED_EXIT_CODE
-from sitemap_crawl.shards.runner import helper_exit_code, helper_settings
+from sitemap_crawl.shards.runner import finish_closing_on_sigterm, helper_exit_code, helper_settings
 from sitemap_crawl.shards.settings_copy import NotPlain, copy_settings, plain
 from sitemap_crawl.sites.shard import Shard
 from tests.support import FixtureServer, Route, RouteLike, robots, urlset
@@ -361,3 +362,23 @@ def test_a_helper_hands_its_last_frames_to_the_pipe_before_its_loop_stops() -> N
     frames = _frames(b"".join(received))
     assert frames[:-1] == pages
     assert frames[-1][0] == STATS
+
+
+def test_a_helper_already_closing_lets_the_sigterm_of_a_stopping_run_pass() -> None:
+    # Scrapy's handler stopped the helper's loop at once when its spider was already closing
+    # (its share done): its last pages, site ends and stats, still waiting for a main process
+    # slow to read, were lost on one Ctrl-C (a helper's sites "interrupted", their pages in
+    # the feed). Not yet closing, the helper stops gracefully, as before.
+    received: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, _frame: received.append(signum))
+    try:
+        slot = SimpleNamespace(closing=object())
+        crawler = SimpleNamespace(engine=SimpleNamespace(_slot=slot))
+        finish_closing_on_sigterm(crawler)
+        signal.raise_signal(signal.SIGTERM)
+        assert received == []
+        slot.closing = None
+        signal.raise_signal(signal.SIGTERM)
+        assert received == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import signal
 import sys
 from typing import Any
 
+from sitemap_crawl.engine_state import is_closing
 from sitemap_crawl.processes import ignore_terminal_interrupt
 from sitemap_crawl.shards.protocol import STOPPED_EXIT_CODE
+
+logger = logging.getLogger(__name__)
 
 HELPER_PRIORITY = 50
 """Priority of what a helper changes in the main process's settings (above the command line)."""
@@ -61,9 +66,32 @@ def main() -> int:
     # again on the loop's first turn, before the crawl's own first step (queued before it),
     # until the SIGTERM, whose handler makes a second Ctrl-C force the stop.
     asyncio.get_event_loop().call_soon(ignore_terminal_interrupt)
+    asyncio.get_event_loop().call_soon(finish_closing_on_sigterm, crawler)
     process.crawl(crawler, **spec["arguments"])
     process.start()
     return helper_exit_code(crawler.stats.get_value("finish_reason") if crawler.stats else None)
+
+
+def finish_closing_on_sigterm(crawler: Any) -> None:
+    """Wrap the SIGTERM handler Scrapy installed: a helper whose spider is already closing
+    (its share done, or a limit) ignores the SIGTERM the main process sends when it stops.
+
+    Scrapy's handler stops the reactor once the engine is stopped, and an engine already
+    closing counts as stopped at once: the helper's loop ended while its last pages, site
+    ends and stats still waited in its pipe's buffer for a main process slow to read, and
+    they were lost (one Ctrl-C: a helper's sites ``interrupted`` with their pages in the
+    feed). The main process kills a helper that has not ended DOWNLOAD_TIMEOUT + 10 s
+    after the SIGTERM."""
+    scrapy_handler = signal.getsignal(signal.SIGTERM)
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        if is_closing(crawler):
+            logger.info("SIGTERM while this helper's spider is closing: its last output is still passed on")
+            return
+        if callable(scrapy_handler):
+            scrapy_handler(signum, frame)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def helper_exit_code(reason: object) -> int:
