@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sitemap_crawl.atomic_file import replaceable
+from sitemap_crawl.lines_file import LinesFile
 
 LINE_SUFFIXES = (".jsonl", ".jl")
 
@@ -40,23 +41,14 @@ class TreeFile:
         self.lines = is_lines_file(self.path)
         self.written = 0
         self._stream: IO[str] | None = None
+        self._lines: LinesFile | None = None
         self._temporary: Path | None = None
         self._single: dict[str, Any] | None = None
-        self._whole_lines_end: int | None = None
-        """A lines file's size before the line whose write failed (abandon cuts it back there)."""
 
     def add(self, tree: dict[str, Any]) -> None:
         """One finished site's tree."""
         if self.lines:
-            stream = self._open()
-            line = json.dumps(tree, ensure_ascii=False) + "\n"
-            end = os.fstat(stream.fileno()).st_size  # (each line is flushed: the file ends after the last)
-            try:
-                stream.write(line)
-                stream.flush()
-            except OSError:
-                self._whole_lines_end = end
-                raise
+            self._lines_file().write((json.dumps(tree, ensure_ascii=False) + "\n").encode("utf-8"))
         elif self.many_sites:
             stream = self._open()
             stream.write(("[\n" if not self.written else ",\n") + json.dumps(tree, ensure_ascii=False, indent=1))
@@ -67,7 +59,7 @@ class TreeFile:
     def close(self) -> None:
         """Finish the file: the array's end, or the single tree; rename into place."""
         if self.lines:
-            self._open().close()  # a run that finished no site still leaves an empty file
+            self._lines_file().close()  # a run that finished no site still leaves an empty file
             return
         if self.many_sites:
             stream = self._open()
@@ -81,33 +73,31 @@ class TreeFile:
     def abandon(self) -> None:
         """Give up after a write failed: close the file as it is, and remove the temporary one
         (the file at ``path`` is left as it was)."""
-        stream, self._stream = self._stream, None
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
-        if self._whole_lines_end is not None:  # a line cut short (a full disk) is taken back out
-            with contextlib.suppress(OSError):
-                os.truncate(self.path, self._whole_lines_end)
+        for stream in (self._stream, self._lines):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self._stream = self._lines = None
         if self._temporary is not None:
             with contextlib.suppress(OSError):  # (a file system turned read-only: EROFS, not ENOENT)
                 self._temporary.unlink(missing_ok=True)
 
     @property
-    def stream(self) -> IO[str] | None:
+    def stream(self) -> LinesFile | None:
         """The open file of a lines file (None before the first line); a queue run syncs it."""
-        return self._stream if self.lines else None
+        return self._lines
+
+    def _lines_file(self) -> LinesFile:
+        if self._lines is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lines = LinesFile(self.path, append=self.append)  # (not appending: the file anew)
+        return self._lines
 
     def _open(self) -> IO[str]:
         if self._stream is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            if self.lines and self.append:
-                cut_short = ends_mid_line(self.path)
-                self._stream = self.path.open("a", encoding="utf-8")
-                if cut_short:  # a line cut short by a crash is ended, not continued
-                    self._stream.write("\n")
-                    self._stream.flush()
-            elif self.lines or not replaceable(self.path):  # (a device or pipe: written in place)
-                self._stream = self.path.open("w", encoding="utf-8")  # a new run starts the file anew
+            if not replaceable(self.path):  # (a device or pipe: written in place)
+                self._stream = self.path.open("w", encoding="utf-8")
             else:
                 # a name of its own, opened as a new file: mkstemp's would keep mode 0600
                 temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}")
@@ -130,16 +120,3 @@ class TreeFile:
             with contextlib.suppress(OSError):
                 self._temporary.unlink(missing_ok=True)  # no half-written file left beside it
             raise
-
-
-def ends_mid_line(path: Path) -> bool:
-    """Whether a file exists, is not empty and does not end with a newline."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            if not handle.tell():
-                return False
-            handle.seek(-1, os.SEEK_END)
-            return handle.read(1) != b"\n"
-    except FileNotFoundError:
-        return False

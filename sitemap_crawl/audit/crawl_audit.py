@@ -8,15 +8,13 @@ site is forgotten, and the sitemaps each robots.txt declares (SitemapDeclaration
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any, NamedTuple
 
 from sitemap_crawl.atomic_file import write_atomically
 from sitemap_crawl.audit.auditor import SiteAudit
@@ -25,9 +23,9 @@ from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
 from sitemap_crawl.audit.scan import body_head, robots_body
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
+from sitemap_crawl.lines_file import LinesFile
 from sitemap_crawl.parsing import INVALID, SitemapReader
 from sitemap_crawl.parsing.stream import Body
-from sitemap_crawl.tree_file import ends_mid_line
 
 _JSON_STRING: Callable[[str], str] = json.encoder.encode_basestring  # the C one when there is one
 
@@ -102,9 +100,7 @@ class CrawlAudit:
         self.user_agent = user_agent
         self._audits: dict[str, SiteAudit] = {}
         self._declarations = SitemapDeclarations()
-        self._file: BinaryIO | None = None
-        self._file_end = 0
-        """The findings file's bytes of whole lines (a write cut short is taken back to it)."""
+        self._file: LinesFile | None = None
         self._file_failed = False
         self.written = 0
         """Findings written to the findings file."""
@@ -205,54 +201,32 @@ class CrawlAudit:
         stream = self._findings_file()
         if stream is None:
             return
-        data = json_lines(found).encode("utf-8")
         try:
-            _write_whole(stream, data)
+            stream.write(json_lines(found).encode("utf-8"))
         except OSError as exc:
-            self._findings_failed(exc, data)
+            self.written += stream.salvaged_lines
+            self._findings_failed(exc)
             return
-        self._file_end += len(data)
         self.written += len(found)
 
-    def _findings_file(self) -> BinaryIO | None:
+    def _findings_file(self) -> LinesFile | None:
         """The open findings file; None when there is none or it failed."""
         if self._file is None and self.path is not None and not self._file_failed:
             try:
-                self._file = self._open()
+                self._file = LinesFile(self.path, append=self.append)
             except OSError as exc:
                 self._findings_failed(exc)
         return self._file
 
-    def _open(self) -> BinaryIO:
-        assert self.path is not None
-        if not self.append:
-            return open(self.path, "wb", buffering=0)
-        cut_short = ends_mid_line(Path(self.path))
-        stream = open(self.path, "ab", buffering=0)  # noqa: SIM115 (closed by finish)
-        if cut_short:  # a line cut short by a crash is ended, not continued
-            _write_whole(stream, b"\n")
-        self._file_end = os.fstat(stream.fileno()).st_size
-        return stream
-
-    def _findings_failed(self, error: OSError, data: bytes = b"") -> None:
-        """The findings file cannot be written: it keeps its whole lines, those of the batch
-        ``data`` that reached it too (a line cut short is taken back out where the file
-        system allows), and no more is written to it; the findings are still counted (and
-        go to the report)."""
+    def _findings_failed(self, error: OSError) -> None:
+        """The findings file cannot be written: it keeps its whole lines (:class:`LinesFile`)
+        and no more is written to it; the findings are still counted (and go to the report)."""
         assert self.path is not None
         self._file_failed = True
         stream, self._file = self._file, None
         if stream is not None:
             with contextlib.suppress(OSError):
                 stream.close()
-            with contextlib.suppress(OSError):
-                reached = os.path.getsize(self.path) - self._file_end
-                if reached > 0:
-                    whole = data.rfind(b"\n", 0, min(reached, len(data))) + 1  # (0: no whole line of it)
-                    self.written += data.count(b"\n", 0, whole)
-                    self._file_end += whole
-                    if reached > whole:
-                        os.truncate(self.path, self._file_end)
         self.failures.append(OutputFailure(FINDINGS_OUTPUT, self.path, _reason(error), self.written))
 
     def take_failures(self) -> list[OutputFailure]:
@@ -277,16 +251,6 @@ class CrawlAudit:
             except OSError as exc:
                 self.failures.append(OutputFailure(REPORT_OUTPUT, self.report_path, _reason(exc)))
         return counts
-
-
-def _write_whole(stream: BinaryIO, data: bytes) -> None:
-    """Write every byte of ``data`` to an unbuffered file (a write may take only part)."""
-    view = memoryview(data)
-    while view:
-        count = stream.write(view)
-        if not count:
-            raise OSError(errno.EIO, "the file took no byte")
-        view = view[count:]
 
 
 def _reason(error: OSError) -> str:

@@ -7,7 +7,7 @@ import asyncio
 import errno
 import os
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 try:
     import fcntl
@@ -19,7 +19,7 @@ from scrapy.extensions.feedexport import apply_uri_params
 from w3lib.url import file_uri_to_path
 
 from sitemap_crawl.arguments import SpiderArgumentError
-from sitemap_crawl.tree_file import ends_mid_line
+from sitemap_crawl.lines_file import LinesFile, ends_mid_line
 
 LINE_FORMATS = ("jsonlines", "jsonl", "jl")
 """Feed formats of one record per line, whose last line a crash may cut short."""
@@ -30,7 +30,7 @@ class OutputWriteError(Exception):
     acknowledged, as its rows or its tree line would not be on disk."""
 
 
-def tree_files(crawler: Crawler) -> list[IO[str]]:
+def tree_files(crawler: Crawler) -> list[LinesFile]:
     """The tree file's open stream (a lines file), if any; :class:`OutputWriteError` when a
     write to it failed."""
     from sitemap_crawl.extensions.tree import SitemapTreeExtension
