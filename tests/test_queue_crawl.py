@@ -613,6 +613,31 @@ def test_a_worker_that_cannot_write_its_tree_file_acknowledges_no_site_and_stops
     assert (counts["done"], counts["in_flight"] + counts["waiting"]) == (0, 6), counts
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full (a device every write to fails)")
+def test_a_worker_whose_feed_rows_cannot_be_written_acknowledges_no_site_and_stops(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # a sitemap's rows larger than the file's buffer are one write: when it failed nothing
+    # stayed buffered, the flush and sync before the acknowledgement succeeded, and every
+    # site was acknowledged with no row on disk (Scrapy only logged each failed write)
+    routes: dict[str, RouteLike] = {}
+    for name in ("a.test", "b.test", "c.test"):
+        routes[f"//{name}/robots.txt"] = robots(f"{host(name)}/map.xml")
+        routes[f"//{name}/map.xml"] = urlset(*(f"{host(name)}/a-rather-long-page-name-{i}" for i in range(300)))
+    site = fixture_site(routes)
+    enqueue(queue_server, [f"http://{name}:{site.port}/" for name in ("a.test", "b.test", "c.test")])
+    full = tmp_path / "pages-full.jsonl"
+    full.symlink_to("/dev/full")
+
+    result = worker(crawl, queue_server, "w", tmp_path, feed=full.name).wait(60)
+
+    assert result.returncode == 0 and result.stats["finish_reason"] == "output_failed"
+    assert result.log_count(f"This worker cannot write its output ({full}: No space left on device)") == 1
+    assert "sitemap_crawl/queue/acknowledged" not in result.stats
+    counts = status(queue_server)
+    assert (counts["done"], counts["in_flight"] + counts["waiting"]) == (0, 3), counts
+
+
 def test_a_worker_whose_tree_extension_is_off_writes_no_tree_and_says_so(
     fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:

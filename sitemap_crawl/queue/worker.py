@@ -59,6 +59,7 @@ from sitemap_crawl.names import (
     QUEUE_TAKEN_OVER_STAT,
 )
 from sitemap_crawl.queue.config import QueueConfig, display_url, is_wrong_type, server_error
+from sitemap_crawl.queue.feed_storage import use_queue_feed_storage
 from sitemap_crawl.queue.files import OutputWriteError, lock_outputs, prepare_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
 from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue, check_server
@@ -157,6 +158,7 @@ class QueueWorker:
                 self.name,
             )
         prepare_feeds(crawler.settings.getdict("FEEDS"), spider)
+        use_queue_feed_storage(crawler.settings)
         self._locks = lock_outputs(
             crawler.settings.getdict("FEEDS"), spider, tree_file, files.audit_file, files.report_file
         )
