@@ -90,7 +90,8 @@ def test_the_newest_complete_attempt_is_kept_whatever_the_file_order(tmp_path: P
         (A, f"{entry}/2"),
         (C, "1764000000000-2/1"),  # a later entry of the same site (the queue started afresh) is newer
     ]
-    assert (report.sites, report.pages, report.left_out, report.repeated_attempts) == (3, 5, 2, 3)
+    assert (report.sites, report.pages, report.left_out, report.repeated_attempts) == (3, 5, 2, 2)
+    assert report.repeated_tree_lines == 1  # (A's line twice: one attempt)
     assert report.short_sites == {}
 
 
@@ -145,6 +146,28 @@ def test_rows_given_twice_are_reported_with_their_files(tmp_path: Path) -> None:
     files = f"{tmp_path / 'pages-all.jsonl'}, {tmp_path / 'pages-w1.jsonl'}"
     assert f"{A}: 4 rows but its tree counts 2 pages; they came from {files}" in result.stderr
     assert B not in result.stderr
+
+
+def test_tree_lines_given_twice_are_no_repeated_attempts(tmp_path: Path) -> None:
+    # an earlier collect's --trees-out matched by --trees: its lines were counted as
+    # repeated complete attempts (44 where there were none), and nothing said why
+    write(tmp_path / "trees-1.jsonl", [tree(A, 2, "a/1"), tree(B, 1, "b/1"), tree(B, 1, "b/2")])
+    write(tmp_path / "trees-all.jsonl", [tree(A, 2, "a/1"), tree(B, 1, "b/2")])
+    write(tmp_path / "pages-1.jsonl", rows(A, 2, "a/1") + rows(B, 1, "b/1") + rows(B, 1, "b/2"))
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "scrapy", "sitemaps-collect", "--trees", str(tmp_path / "trees-*.jsonl"),
+            "--pages", str(tmp_path / "pages-*.jsonl"), "-O", str(tmp_path / "all.jsonl"),
+        ],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "(1 repeated complete attempts)" in result.stderr  # B's first attempt, b/1
+    assert (
+        f"2 tree lines repeat the site and attempt of one read before, in {tmp_path / 'trees-all.jsonl'}"
+    ) in result.stderr
+    kept = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text("utf-8").splitlines()]
+    assert kept == rows(A, 2, "a/1") + rows(B, 1, "b/2")
 
 
 def test_the_tree_row_count_sums_every_node() -> None:

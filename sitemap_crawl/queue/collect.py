@@ -46,6 +46,11 @@ class CollectReport:
     """Rows of attempts that did not complete, or of a complete attempt that is not the site's newest."""
     repeated_attempts: int = 0
     """Complete attempts of a site other than its newest (kept: none of their rows)."""
+    repeated_tree_lines: int = 0
+    """Tree lines of a site and attempt read before (counted once): a tree file given twice,
+    or an earlier collect's ``--trees-out`` among the tree files."""
+    repeating_tree_files: dict[str, None] = field(default_factory=dict)
+    """The files those lines were read from (the second time)."""
     unreadable_lines: int = 0
     short_sites: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Sites whose chosen attempt has fewer rows than its tree counts: (rows, tree count)
@@ -101,6 +106,13 @@ def _number(text: str) -> int:
     return int(text) if text.isascii() and text.isdigit() else -1
 
 
+def _choose(chosen: dict[str, str], expected: dict[str, int], tree: dict[str, Any], site: str, attempt: str) -> None:
+    """Keep ``attempt`` (its tree line ``tree``) for ``site`` if it is newer than the one kept."""
+    if site not in chosen or attempt_order(attempt) > attempt_order(chosen[site]):
+        chosen[site] = attempt
+        expected[site] = tree_row_count(tree)
+
+
 def collect(
     tree_paths: Iterable[Path], page_paths: Iterable[Path], out: IO[bytes], trees_out: IO[bytes] | None = None
 ) -> CollectReport:
@@ -109,17 +121,20 @@ def collect(
     trees = list(tree_paths)  # read twice with trees_out
     chosen: dict[str, str] = {}
     expected: dict[str, int] = {}
-    complete = 0
-    for tree in _lines(trees, report):
-        attempt, site = tree.get("attempt"), tree.get("url")
-        if not isinstance(attempt, str) or not isinstance(site, str):
-            continue  # a site a run stopped before it was finished: not complete
-        complete += 1
-        if site not in chosen or attempt_order(attempt) > attempt_order(chosen[site]):
-            chosen[site] = attempt
-            expected[site] = tree_row_count(tree)
+    complete: set[tuple[str, str]] = set()
+    for path in trees:
+        for tree in _lines([path], report):
+            attempt, site = tree.get("attempt"), tree.get("url")
+            if not isinstance(attempt, str) or not isinstance(site, str):
+                continue  # a site a run stopped before it was finished: not complete
+            if (site, attempt) in complete:
+                report.repeated_tree_lines += 1
+                report.repeating_tree_files[str(path)] = None
+                continue
+            complete.add((site, attempt))
+            _choose(chosen, expected, tree, site, attempt)
     report.sites = len(chosen)
-    report.repeated_attempts = complete - len(chosen)
+    report.repeated_attempts = len(complete) - len(chosen)
     if trees_out is not None:  # a second pass: tree lines can be large, so none is held meanwhile
         written: set[str] = set()
         for tree in _lines(trees, CollectReport()):

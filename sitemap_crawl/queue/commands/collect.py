@@ -34,9 +34,9 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--trees", action="append", default=[], metavar="PATTERN", help="tree files (.jsonl)")
         parser.add_argument("--pages", action="append", default=[], metavar="PATTERN", help="page feeds (.jsonl)")
-        parser.add_argument("-O", "--output", metavar="FILE", help="where the pages go (JSON lines; - : stdout)")
+        parser.add_argument("-O", "--output", metavar="FILE", help="where the pages go (JSON lines; - for stdout)")
         parser.add_argument(
-            "--trees-out", metavar="FILE", help="also write the tree line of each site kept (- : stdout)"
+            "--trees-out", metavar="FILE", help="also write the tree line of each site kept (- for stdout)"
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -57,6 +57,13 @@ class Command(ScrapyCommand):
             f"repeated attempts left out ({report.repeated_attempts} repeated complete attempts)",
             file=sys.stderr,
         )
+        if report.repeated_tree_lines:
+            print(
+                f"{report.repeated_tree_lines} tree lines repeat the site and attempt of one read before, in "
+                f"{', '.join(report.repeating_tree_files)} (a tree file given twice, or an earlier --trees-out "
+                "matched by --trees?): each attempt counted once",
+                file=sys.stderr,
+            )
         if report.unreadable_lines:
             print(f"{report.unreadable_lines} lines cut short (by a crash) were skipped", file=sys.stderr)
         for site, (rows, count) in sorted(report.short_sites.items()):
