@@ -85,13 +85,22 @@ def test_non_url_lines_are_ignored() -> None:
         b"httpfoo\n"
         b"https-proxy-settings\n"
         b"http:/one-slash\n"
-        b"https://www.example.org/with space\n"
-        b"https://www.example.org/x\thttps://www.example.org/y\n"
         b"Sitemap: https://www.example.org/robots-style\n"
         b"<url><loc>https://www.example.org/markup</loc></url>\n"
         b"https://www.example.org/b\n"
     )
     assert text_urls(body) == ["https://www.example.org/a", "https://www.example.org/b"]
+
+
+def test_a_space_or_tab_inside_a_line_is_part_of_its_url() -> None:
+    # the line was dropped without a word, while the same URL in a <loc> is kept (%20, tab
+    # removed, as w3lib and browsers read it) and the audit counted it a page (unescaped-url)
+    body = b"https://www.example.org/with space\nhttps://www.example.org/t\tu\n  https://www.example.org/a \n"
+    assert text_urls(body) == [
+        "https://www.example.org/with%20space",
+        "https://www.example.org/tu",
+        "https://www.example.org/a",
+    ]
 
 
 def test_duplicates_removed_first_kept_in_order() -> None:

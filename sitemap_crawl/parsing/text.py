@@ -79,7 +79,7 @@ def page_from_line(line: bytes, sitemap_url: str) -> SitemapPage | None:
     if value[:1] and (value[0] < 0x20 or value[0] >= 0x80):  # a control or a Unicode space before it?
         # (a byte that is not UTF-8 kept as it is: %XX below, as without the space)
         value = strip_url_text(value.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-    if not value[:8].lower().startswith(_SCHEMES) or b" " in value or b"\t" in value:
+    if not value[:8].lower().startswith(_SCHEMES):
         return None
     url = resolve_url(_as_text(value), sitemap_url)
     if url is None or not url.lower().startswith(("http://", "https://")) or not has_valid_host(url):
