@@ -26,10 +26,13 @@ BASE = "http://127.0.0.1:8931/"
 
 
 def site_files(root: Path) -> list[tuple[str, bytes]]:
-    """(URL, body) of the site's robots.txt, index, sitemaps and feeds, in that order."""
+    """(URL, body) of the site's robots.txt, index, sitemaps and feeds, in that order: an index
+    before the sitemaps it lists, as the crawl reads them (the audit knows a sitemap's index
+    from it: a sitemap under an index robots.txt declares may list any page of the host)."""
     files = [root / "robots.txt", root / "sitemap_index.xml"]
     for folder in ("sitemaps", "feeds"):
-        files += sorted(path for path in (root / folder).rglob("*") if path.is_file())
+        found = sorted(path for path in (root / folder).rglob("*") if path.is_file())
+        files += sorted(found, key=lambda path: "index" not in path.name)  # (stable: sorted within each)
     return [(BASE + str(path.relative_to(root)), path.read_bytes()) for path in files if path.exists()]
 
 

@@ -188,6 +188,26 @@ def test_an_index_child_with_a_fragment_is_found_as_the_sitemap_the_crawl_fetche
     assert [(f.rule, f.url) for f in inner] == [("nested-index", "https://example.com/dir/inner.xml")]
 
 
+@pytest.mark.parametrize(
+    ("page", "host"),
+    [
+        ("http://[2001:db8::1]:8080/x", "[2001:db8::1]:8080"),  # not 2001:db8::1:8080, another address
+        ("http://[2001:DB8::1]/x", "[2001:db8::1]"),
+    ],
+)
+def test_an_ipv6_host_is_named_in_brackets(page: str, host: str) -> None:
+    audit = SiteAudit(None, now=NOW)
+    [finding] = audit.audit_sitemap(urlset(url(page)), SITEMAP)
+    assert finding.rule == "other-host"
+    assert finding.detail.startswith(f"host {host}, the sitemap is on example.com;")
+
+
+def test_an_ipv6_sitemap_lists_its_own_pages() -> None:
+    audit = SiteAudit(None, now=NOW)
+    body = urlset(url("http://[2001:db8::1]:8080/dir/a"))
+    assert list(audit.audit_sitemap(body, "http://[2001:db8::1]:8080/dir/sitemap.xml")) == []
+
+
 def test_cross_submission_allows_other_host() -> None:
     audit = SiteAudit(None, now=NOW)
     body = urlset(url("https://other.example/dir/a"))
@@ -206,6 +226,39 @@ def test_a_sitemap_its_host_declares_may_list_any_page_of_that_host() -> None:
     assert list(declared.audit_sitemap(text, "https://example.com/dir/sitemap.txt")) == []
     told = SiteAudit(None, now=NOW)  # the library's way: the declaring hosts passed in
     assert [f.rule for f in told.audit_sitemap(xml, SITEMAP, cross_hosts=frozenset({"example.com"}))] == ["other-host"]
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_the_sitemaps_of_an_index_robots_txt_declares_are_declared_with_it(declared: bool) -> None:
+    # every page of a site whose index (declared) lists sitemaps in a folder was outside-directory
+    audit = SiteAudit(None, now=NOW)
+    if declared:
+        list(audit.audit_robots(b"Sitemap: https://example.com/index.xml\n", "https://example.com/robots.txt"))
+    list(audit.audit_sitemap(index("https://example.com/maps/inner.xml"), "https://example.com/index.xml"))
+    list(audit.audit_sitemap(index("https://example.com/maps/deep/pages.xml"), "https://example.com/maps/inner.xml"))
+    body = urlset(url("https://example.com/at-the-root"))
+    found = [f.rule for f in audit.audit_sitemap(body, "https://example.com/maps/deep/pages.xml")]
+    assert found == ([] if declared else ["outside-directory"])
+
+
+def test_a_cdn_sitemap_under_an_index_a_site_declares_may_list_the_sites_pages() -> None:
+    # www.example.com's robots.txt declares an index on a CDN host: its sitemaps (on the CDN
+    # too) list www's pages: an other-host error for every page before
+    audit = SiteAudit(None, now=NOW)
+    cdn = "https://cdn.example.net"
+    list(audit.audit_robots(f"Sitemap: {cdn}/www/index.xml\n".encode(), "https://www.example.com/robots.txt"))
+    list(audit.audit_sitemap(index(f"{cdn}/www/pages.xml"), f"{cdn}/www/index.xml"))
+    pages = urlset(url("https://www.example.com/a"), url("https://shop.example.com/b"))
+    [finding] = audit.audit_sitemap(pages, f"{cdn}/www/pages.xml")
+    assert (finding.rule, finding.url) == ("other-host", "https://shop.example.com/b")  # shop did not declare it
+
+
+def test_a_redirected_index_robots_txt_declares_under_its_first_url_vouches_for_its_sitemaps() -> None:
+    audit = SiteAudit(None, now=NOW)
+    list(audit.audit_robots(b"Sitemap: http://example.com/index.xml\n", "http://example.com/robots.txt"))
+    list(audit.audit_sitemap(index("https://example.com/maps/a.xml"), "https://example.com/index.xml",
+                             requested_url="http://example.com/index.xml"))  # fmt: skip
+    assert list(audit.audit_sitemap(urlset(url("https://example.com/p")), "https://example.com/maps/a.xml")) == []
 
 
 def test_a_wide_encoding_declared_in_single_bytes_is_still_a_finding() -> None:
@@ -402,6 +455,27 @@ def test_a_priority_is_a_decimal_from_0_to_1(priority: str, broken: bool) -> Non
     # xsd:decimal: float() also reads exponents, nan, underscores and other scripts' digits
     found = findings_of(urlset(url(extra=f"<priority>{priority}</priority>")))
     assert found == (["priority-range"] if broken else [])
+
+
+@pytest.mark.parametrize("spaces", ["", " ", "\n\t"], ids=["empty", "space", "whitespace"])
+@pytest.mark.parametrize(
+    ("element", "rule"),
+    [
+        ("lastmod", "lastmod-format"),
+        ("priority", "priority-range"),
+        ("changefreq", "changefreq-value"),
+        ("news:publication_date", "lastmod-format"),
+    ],
+)
+def test_an_empty_value_is_as_broken_as_one_of_spaces(element: str, rule: str, spaces: str) -> None:
+    value = f"<{element}>{spaces}</{element}>" if spaces else f"<{element}/>"
+    extra = f"<news:news>{value}</news:news>" if element.startswith("news:") else value
+    assert findings_of(urlset(url(extra=extra))) == [rule]
+
+
+@pytest.mark.parametrize("lastmod", ["<lastmod/>", "<lastmod> </lastmod>"])
+def test_an_index_entrys_empty_lastmod_is_a_finding(lastmod: str) -> None:
+    assert findings_of(index("https://example.com/dir/s.xml", lastmod=lastmod)) == ["lastmod-format"]
 
 
 @pytest.mark.parametrize(

@@ -516,9 +516,10 @@ def test_a_download_that_failed_after_a_redirect_is_a_finding_naming_where(
 def every_rule_site(now: datetime) -> dict[str, Any]:
     """Three sites on one fixture server; together they break every audit rule exactly once.
 
-    one.test breaks nearly all; two.test's robots.txt has no Sitemap: line and its sitemap is
-    at a well-known path; three.test's robots.txt cross-submits a sitemap on one.test that
-    lists its pages (no finding: the protocol allows it).
+    one.test breaks nearly all; two.test's robots.txt has no Sitemap: line and its index is
+    at a well-known path (its child's pages outside the child's folder); three.test's
+    robots.txt cross-submits a sitemap on one.test that lists its pages (no finding: the
+    protocol allows it).
     """
     one, two, three = (f"http://{name}.test:{{port}}" for name in ("one", "two", "three"))
     today = now.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -574,7 +575,7 @@ def every_rule_site(now: datetime) -> dict[str, Any]:
             f"{one}/latin.xml",  # not-utf8
             f"{one}/entity.xml",  # unescaped-entity
             f"{one}/broken.xml",  # invalid-document
-            f"{one}/sub/dir.xml",  # outside-directory
+            f"{one}/sub/dir.xml",  # none: what the index robots.txt declares lists may list any page
         ),
         "//one.test/pages.xml": pages,
         "//one.test/inner-index.xml": sitemapindex(f"{one}/deep.xml"),
@@ -607,7 +608,8 @@ def every_rule_site(now: datetime) -> dict[str, Any]:
         "//one.test/relative.xml": urlset(f"{one}/r"),
         "//one.test/cross.xml": urlset(f"{three}/cross-page"),
         "//two.test/robots.txt": "User-agent: *\nDisallow:\n",  # no-sitemap-in-robots
-        "//two.test/sitemap.xml": urlset(f"{two}/x"),  # known-path-only
+        "//two.test/sitemap.xml": sitemapindex(f"{two}/sub/dir.xml"),  # known-path-only
+        "//two.test/sub/dir.xml": urlset(f"{two}/sub/in", f"{two}/outside"),  # outside-directory (not declared)
         "//three.test/robots.txt": robots(f"{one}/cross.xml"),
     }
 

@@ -100,6 +100,9 @@ class SiteAudit:
         """The sitemap URLs robots.txt declares (absolute)."""
         self.parents: dict[str, str] = {}
         """The index that listed each child sitemap (for ``nested-index``)."""
+        self._declarable: dict[str, tuple[str, ...]] = {}
+        """The URLs whose declaration in a robots.txt vouches for each sitemap read (its own,
+        and its indexes', up to the top: :meth:`_lineage`)."""
         self.kinds: dict[str, str] = {}
         """The root element of each sitemap read (``urlset``, ``sitemapindex``...)."""
         self.declarations = declarations if declarations is not None else SitemapDeclarations()
@@ -365,7 +368,7 @@ class SiteAudit:
         kept: list[tuple[int, Rule, str]] = []
         for position, rule, detail in broken:
             if rule is rules.OTHER_HOST:
-                other = self._other_host(locs[position], place.names, detail)
+                other = self._other_host(locs[position], place.declarable, detail)
                 if other is None:
                     continue
                 detail = other
@@ -375,7 +378,7 @@ class SiteAudit:
     def _location(self, loc: str, place: SitemapPlace, cross_hosts: frozenset[str]) -> Iterator[Finding]:
         for rule, detail in check_url(loc, place, cross_hosts):
             if rule is rules.OTHER_HOST:
-                other = self._other_host(loc, place.names, detail)
+                other = self._other_host(loc, place.declarable, detail)
                 if other is None:
                     continue
                 detail = other
@@ -396,12 +399,24 @@ class SiteAudit:
 
     def _place(self, sitemap_url: str, requested_url: str | None, cross_hosts: frozenset[str]) -> SitemapPlace:
         """Where the sitemap lives; its directory is the whole host when the host's robots.txt
-        declares it, under its URL or the one it redirected from (the protocol's
-        cross-submission: the site owner vouches for it)."""
+        declares it, under its URL or the one it redirected from, or declares an index above
+        it (the protocol's cross-submission: the site owner vouches for the sitemap, and for
+        the sitemaps an index it declares lists)."""
         place = SitemapPlace(sitemap_url, requested_url)
-        if place.host in cross_hosts or any(self.declarations.declares(place.host, name) for name in place.names):
+        place.declarable = self._lineage(place.names)
+        self._declarable.setdefault(sitemap_url, place.declarable)
+        if place.host in cross_hosts or any(self.declarations.declares(place.host, name) for name in place.declarable):
             place.declared_on_host()
         return place
+
+    def _lineage(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """``names`` (a sitemap's URLs) and those of the indexes above it: the index that listed
+        it first, under every URL it was read at, and the indexes above that one."""
+        parent = next(filter(None, map(self.parents.get, names)), None)
+        if parent is None:
+            return names
+        above = self._declarable.get(parent, (parent,))
+        return (*names, *(name for name in above if name not in names))
 
     def _page_robots(self, place: SitemapPlace) -> tuple[str, RobotsRules] | None:
         """The sitemap's origin and its host's robots.txt rules, if that robots.txt was read."""

@@ -33,10 +33,13 @@ def host_and_port(parts: SplitResult) -> str:
     """The host a split URL names, as the audit compares hosts: its name in lower case (an
     internationalised one in its ASCII form: ``bücher.test`` is ``xn--bcher-kva.test``), and
     its port when one is written that is not the scheme's default (``example.com:8080``: another
-    port is another site, with its own robots.txt)."""
+    port is another site, with its own robots.txt). An IPv6 address is in brackets, as a URL
+    writes it (``[2001:db8::1]:8080``: without them the port would read as part of it)."""
     name = (parts.hostname or "").lower()
     if not name.isascii():
         name = _ascii_host(name)
+    elif ":" in name:
+        name = f"[{name}]"
     try:
         port = parts.port
     except ValueError:  # not a number, or out of range: compared as written
@@ -71,13 +74,18 @@ class SitemapPlace:
     declares it: such a sitemap may live anywhere on the host and list any of its pages).
     """
 
-    __slots__ = ("directory", "host", "local", "names", "origin", "scheme", "url")
+    __slots__ = ("declarable", "directory", "host", "local", "names", "origin", "scheme", "url")
 
     def __init__(self, sitemap_url: str, requested_url: str | None = None) -> None:
         parts = urlsplit(sitemap_url)
         self.url = sitemap_url
-        self.names = (sitemap_url,) if requested_url in (None, sitemap_url) else (sitemap_url, requested_url)
+        self.names: tuple[str, ...] = (
+            (sitemap_url,) if requested_url in (None, sitemap_url) else (sitemap_url, requested_url)
+        )
         """Its URL, and the one asked for when that redirected to it (robots.txt may declare either)."""
+        self.declarable: tuple[str, ...] = self.names
+        """The URLs whose declaration in a robots.txt vouches for this sitemap: :attr:`names`,
+        and those of the indexes above it (set by the audit, which knows them)."""
         self.scheme = parts.scheme.lower()
         self.host = host_and_port(parts)
         """Its host (and port, unless the default: :func:`host_and_port`)."""

@@ -64,7 +64,7 @@ OUTSIDE_DIRECTORY = Rule(
     W,
     "location",
     "A page outside the sitemap's directory (the protocol's rule), when the host's robots.txt does not declare"
-    " the sitemap.",
+    " the sitemap or an index above it.",
     P,
 )
 RELATIVE_URL = Rule("relative-url", E, "location", "A <loc> (or a text sitemap's line) that is not an absolute URL.", P)

@@ -602,10 +602,10 @@ def _read_entry(element: etree._Element) -> RawEntry:
             code = _code(tag)
         if code <= _CHANGEFREQ:
             text = child.text
-            if text is not None:
-                text = text.strip()
+            # present but empty (<lastmod/>): "", as when it holds only spaces; None when absent
+            text = "" if text is None else text.strip()
             if code == _LOC:
-                loc = text or ""  # (present but empty: "", not None as when there is none)
+                loc = text
             elif code == _LASTMOD:
                 lastmod = text
             elif code == _PRIORITY:
@@ -616,8 +616,8 @@ def _read_entry(element: etree._Element) -> RawEntry:
             image_count += 1
         elif code == _NEWS:
             for part in child:
-                if local_name(part.tag) == "publication_date" and part.text:
-                    news_dates.append(part.text.strip())
+                if local_name(part.tag) == "publication_date":
+                    news_dates.append((part.text or "").strip())
         elif code == _LINK and is_alternate_rel(child.get("rel")):
             hreflangs.append((child.get("hreflang"), child.get("href")))
     return RawEntry(loc, lastmod, priority, changefreq, news_dates, image_count, hreflangs)
