@@ -1,6 +1,6 @@
 """Incremental mapping benchmark: SITEMAP_CRAWL_HISTORY on the 1M-page site, served by nginx.
 
-    python benchmarks/incremental.py --site DIR [--port 8947] [--nginx /usr/sbin/nginx]
+    python benchmarks/incremental_runs.py --site DIR [--port 8947] [--nginx /usr/sbin/nginx]
 
 DIR is a site written by ``generate_site.py --base-url http://127.0.0.1:PORT`` (it is
 changed in place by phase 3: regenerate it before another run). Phases, in one run:
