@@ -107,6 +107,13 @@ def test_tree_file_log_rendering_and_stats(fixture_site: SiteFactory, crawl: Cra
     assert stats["finish_reason"] == "finished"
 
 
+def test_a_crawl_that_finds_no_page_has_a_page_count_of_0(fixture_site: SiteFactory, crawl: CrawlRunner) -> None:
+    # the stat was missing: a script reading stats["sitemap_crawl/pages"] got a KeyError
+    site = fixture_site({"/robots.txt": "User-agent: *\nDisallow:\n"})
+    result = crawl({"homepage": site.url("/")}).assert_ok()
+    assert result.stats["sitemap_crawl/pages"] == 0
+
+
 def test_without_a_tree_file_the_log_still_ends_with_the_tree(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
 ) -> None:

@@ -118,6 +118,8 @@ class SitemapTreeExtension:
     def _spider_opened(self, spider: Any = None) -> None:
         # (the sitemaps spider's; the drop-in SitemapSpider's homepages is another thing)
         self.many_sites = bool(getattr(spider, "maps_many_sites", False))
+        if self.stats.get_value(PAGES_STAT) is None:
+            self.stats.set_value(PAGES_STAT, 0)  # (a crawl that finds no page says 0, not nothing)
         if self.tree_file is not None:
             self.tree_file.many_sites = self.many_sites  # a many-site .json file: one array of trees
             self.tree_file.append = getattr(spider, "queue", None) is not None  # a worker keeps its past lines
