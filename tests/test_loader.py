@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import shutil
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -25,6 +26,7 @@ from sitemap_crawl.loader import (
 )
 from sitemap_crawl.parsing import Limits
 from tests.support import atom, gzip_bytes, robots, rss, sitemapindex, text_sitemap, urlset
+from tests.support.disk import file_size_limit
 
 BASE = "https://site.test"
 
@@ -643,6 +645,41 @@ def test_a_restart_in_fallback_mode_does_not_probe_the_known_paths(tmp_path: Pat
 
     assert sorted(resumed) == sorted(pages("keep", 200)[50:])
     assert web.fetched[f"{BASE}/sitemap.xml"] == 0
+
+
+def test_a_journal_that_cannot_be_written_is_said_once_and_the_loader_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a full disk: the journal write raised out of mark_handled (in a Scrapy crawl, from a
+    # callback: no page was handed out again, and the crawl hung)
+    web, everything = make_site(sitemaps=2, per=300)
+
+    async def main() -> list[str]:
+        loader = SitemapRequestLoader([f"{BASE}/index.xml"], fetch=web, persist_dir=tmp_path, max_buffer_size=20)
+        got = [page.url for page in await drain(loader)]
+        loader.close()
+        return got
+
+    with file_size_limit(4096):  # the journal and the snapshots past 4 KiB cannot be written
+        got = run(main)
+    assert got == everything
+    journal = [record for record in caplog.records if "sitemap loader's journal" in record.getMessage()]
+    assert len(journal) == 1 and journal[0].levelname == "ERROR"
+    assert "File too large" in journal[0].getMessage()
+
+
+def test_a_log_interval_of_0_logs_the_last_progress_line_only(caplog: pytest.LogCaptureFixture) -> None:
+    # LOGSTATS_INTERVAL=0 (Scrapy's stats line off) gave one progress line a page
+    web, everything = make_site(sitemaps=2, per=50)
+
+    async def main() -> None:
+        loader = SitemapRequestLoader([f"{BASE}/index.xml"], fetch=web, log_interval=0)
+        assert len(await drain(loader)) == len(everything)
+        loader.close()
+
+    with caplog.at_level(logging.INFO):
+        run(main)
+    assert sum("Sitemap crawl progress" in record.getMessage() for record in caplog.records) == 1
 
 
 def test_resume_rereads_the_current_sitemap_skipping_what_was_queued(tmp_path: Path) -> None:

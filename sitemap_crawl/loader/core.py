@@ -198,6 +198,8 @@ class SitemapRequestLoader:
         self.save_interval = save_interval
         self.log_interval = log_interval
         self._store = StateStore(persist_dir, state_name) if persist_dir else None
+        self._journal_failed = False
+        """The last write to the journal failed (its ERROR line is written once, until one succeeds)."""
 
         # the state: which sitemaps wait, are read or being read is the discovery's (one
         # sitemap at a time, each URL once per crawl); the pages are the loader's
@@ -568,11 +570,29 @@ class SitemapRequestLoader:
         self._in_progress_total -= 1
         self._handled += 1
         if self._store is not None:
-            self._store.record_handled(url)
+            self._record_handled(url)
         self._handled_event.set()
         self._maybe_save()
         self._log_progress()
         return True
+
+    def _record_handled(self, url: str) -> None:
+        """The journal's line for ``url``; a journal that cannot be written (a full disk) is one
+        ERROR line, and the crawl goes on: after a crash the pages it left out are visited again."""
+        assert self._store is not None
+        try:
+            self._store.record_handled(url)
+        except OSError as exc:
+            if not self._journal_failed:
+                self._journal_failed = True
+                logger.error(
+                    "Could not write the sitemap loader's journal in %s (%s): pages handled from now on are "
+                    "visited again after a crash, until a state snapshot is saved",
+                    self._store.directory,
+                    exc.strerror or exc,
+                )
+            return
+        self._journal_failed = False
 
     async def wait_for_room(self, max_in_progress: int) -> None:
         """Wait until fewer than ``max_in_progress`` pages are in progress."""
@@ -752,8 +772,10 @@ class SitemapRequestLoader:
             logger.error("Could not save the sitemap loader state in %s: %s", self._store.directory, exc)
 
     def _log_progress(self, force: bool = False) -> None:
+        """A progress line every ``log_interval`` seconds (none when it is 0 or less, as
+        ``LOGSTATS_INTERVAL=0`` turns Scrapy's off), and one when ``force``d (at the end)."""
         now = time.monotonic()
-        if force or now - self._last_log >= self.log_interval:
+        if force or (self.log_interval > 0 and now - self._last_log >= self.log_interval):
             self._last_log = now
             logger.info("Sitemap crawl progress: %s", self.progress())
 
