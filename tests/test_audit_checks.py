@@ -208,6 +208,13 @@ def test_an_ipv6_sitemap_lists_its_own_pages() -> None:
     assert list(audit.audit_sitemap(body, "http://[2001:db8::1]:8080/dir/sitemap.xml")) == []
 
 
+def test_counts_in_details_are_written_with_thousands_separators() -> None:
+    audit = SiteAudit(None, now=NOW)
+    found = {f.rule: f.detail for f in audit.audit_sitemap(CASES["url-too-long"][0], SITEMAP)}
+    found |= {f.rule: f.detail for f in audit.audit_sitemap(CASES["too-many-images"][0], SITEMAP)}
+    assert found == {"url-too-long": "2,124 characters", "too-many-images": "1,001 images"}
+
+
 def test_cross_submission_allows_other_host() -> None:
     audit = SiteAudit(None, now=NOW)
     body = urlset(url("https://other.example/dir/a"))

@@ -193,6 +193,17 @@ def test_hostile_urls_stay_text() -> None:
     assert "<i>detail</i>'\"" in doc.xpath("string(//details[@class='examples'])")
 
 
+def test_an_example_of_a_whole_document_names_its_sitemap_once() -> None:
+    # a finding with no url read "<sitemap> in <sitemap>"
+    sitemap = f"{SITE}map.xml"
+    report = Report()
+    report.add_finding(Finding(SITE, sitemap, None, "empty-sitemap", "warning", "no entry"))
+    report.add_finding(Finding(SITE, sitemap, f"{SITE}a#x", "url-fragment", "warning", "fragment #x"))
+    doc: Any = lxml.html.fromstring(report.render())
+    examples = [" ".join(item.text_content().split()) for item in doc.xpath("//details[@class='examples']//li")]
+    assert examples == [f"{sitemap}: no entry", f"{SITE}a#x in {sitemap}: fragment #x"]
+
+
 def test_control_characters_of_a_sitemap_are_shown_escaped() -> None:
     # they were copied raw into the page (HTML forbids them in text), a lone surrogate too
     odd = "https://example.com/a\x00b\x1b[31m\x7f\x85\ud800.txt"

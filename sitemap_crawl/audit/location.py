@@ -108,7 +108,7 @@ def check_url(url: str, place: SitemapPlace, cross_hosts: frozenset[str] = froze
     (cross-submission): their pages may be listed.
     """
     if len(url) > rules.MAX_URL_LENGTH:
-        yield rules.URL_TOO_LONG, f"{len(url)} characters"
+        yield rules.URL_TOO_LONG, f"{len(url):,} characters"
     path = _same_origin_path(url, place)
     if path is not None:  # the common case, without urlsplit: same scheme and host, nothing to escape
         if not path.startswith(place.directory):

@@ -201,6 +201,13 @@ def _rule_table(counts: Counter[str], table_id: str | None = None) -> str:
     return f"<table class='rules'{table_id}>{head}{''.join(rows)}</table>"
 
 
+def _example(finding: Finding) -> str:
+    """Where a finding is: the page or child in its sitemap, or the sitemap alone (a finding
+    of the whole document, whose url is null)."""
+    where = f"<code>{html_text(finding.sitemap_url)}</code>"
+    return where if finding.url is None else f"<code>{html_text(finding.url)}</code> in {where}"
+
+
 def _site_section(summary: SiteSummary) -> str:
     website = html_text(summary.website)
     parts = [f"<section class='site'><h2>{website}</h2>"]
@@ -209,11 +216,7 @@ def _site_section(summary: SiteSummary) -> str:
     if summary.counts:
         parts.append(f"<h3>Findings by rule</h3>{_rule_table(summary.counts)}")
     for rule_id, examples in summary.examples.items():
-        items = "".join(
-            f"<li><code>{html_text(f.url or f.sitemap_url)}</code> in <code>{html_text(f.sitemap_url)}</code>: "
-            f"{html_text(f.detail)}</li>"
-            for f in examples
-        )
+        items = "".join(f"<li>{_example(f)}: {html_text(f.detail)}</li>" for f in examples)
         parts.append(f"<details class='examples'><summary>{rule_id}</summary><ul>{items}</ul></details>")
     if summary.tree is None:  # no tree extension: entries per sitemap, flat
         parts.append("<h3>Entries per sitemap</h3><table class='sitemaps'><tr><th>sitemap</th><th>entries</th></tr>")

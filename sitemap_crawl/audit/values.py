@@ -96,7 +96,7 @@ def _check_extras(entry: RawEntry, now: datetime) -> Iterator[tuple[Rule, str]]:
         elif lastmod_period_end(text, published) < now - NEWS_MAX_AGE:  # a date: all of its day
             yield rules.NEWS_TOO_OLD, f"published {text}"
     if entry.image_count > rules.MAX_IMAGES:
-        yield rules.TOO_MANY_IMAGES, f"{entry.image_count} images"
+        yield rules.TOO_MANY_IMAGES, f"{entry.image_count:,} images"
     for hreflang, _href in entry.hreflangs:
         if hreflang is None or not is_hreflang(hreflang):
             yield rules.HREFLANG_VALUE, f"hreflang {hreflang!r}"
