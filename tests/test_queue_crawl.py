@@ -638,6 +638,54 @@ def test_a_worker_whose_feed_rows_cannot_be_written_acknowledges_no_site_and_sto
     assert (counts["done"], counts["in_flight"] + counts["waiting"]) == (0, 3), counts
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full (a device every write to fails)")
+def test_a_worker_whose_batch_file_could_not_be_written_acknowledges_no_site(
+    fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
+) -> None:
+    # the failed write was kept on the file only: once the next batch started, that file was
+    # closed and the sync before the acknowledgement saw only the new one (rows lost, site done)
+    routes: dict[str, RouteLike] = {
+        "//a.test/robots.txt": robots(f"{host('a.test')}/map.xml"),
+        "//a.test/map.xml": urlset(*(f"{host('a.test')}/page-{i}" for i in range(100))),
+    }
+    site = fixture_site(routes)
+    enqueue(queue_server, [f"http://a.test:{site.port}/"])
+    (tmp_path / "pages-2.jsonl").symlink_to("/dev/full")  # the second batch's file only (closed by the third)
+
+    result = crawl.start(
+        {"queue": queue_server.url},
+        output_format=None,
+        settings={
+            **SETTINGS,
+            "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees-w.jsonl"),
+            "FEED_EXPORT_BATCH_ITEM_COUNT": 20,  # (a batch fits in the file's buffer: its rows fail at its close)
+        },
+        extra_args=["-o", str(tmp_path / "pages-%(batch_id)d.jsonl")],
+    ).wait(60)
+
+    assert result.stats["finish_reason"] == "output_failed", result.log
+    assert result.log_count(f"This worker cannot write its output ({tmp_path / 'pages-2.jsonl'}: No space") == 1
+    assert "sitemap_crawl/queue/acknowledged" not in result.stats
+    assert status(queue_server)["done"] == 0
+
+
+def test_a_worker_refuses_a_post_processed_feed(crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path) -> None:
+    # a GzipPlugin holds the rows until the feed closes: sites were acknowledged with their rows
+    # in the compressor (and, on a full disk, lost)
+    feed = tmp_path / "pages.jsonl.gz"
+    postprocessed = {
+        str(feed): {"format": "jsonlines", "postprocessing": ["scrapy.extensions.postprocessing.GzipPlugin"]}
+    }
+    result = crawl.start(
+        {"queue": queue_server.url},
+        output_format=None,
+        settings={**SETTINGS, "SITEMAP_CRAWL_TREE_FILE": str(tmp_path / "trees.jsonl"), "FEEDS": postprocessed},
+    ).wait(60)
+    assert result.returncode == 1
+    assert f"the feed {feed} of a queue worker cannot be post-processed" in result.log
+    assert "Traceback" not in result.log
+
+
 def test_a_worker_whose_tree_extension_is_off_writes_no_tree_and_says_so(
     fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
 ) -> None:

@@ -5,7 +5,9 @@ and goes on. A batch of rows larger than the file's buffer is written at once, a
 write fails nothing of it stays in the buffer: flushing and syncing the file later succeed,
 so the worker acknowledged sites whose rows were never on disk. Here the file keeps the
 first error of a write or a flush, and the worker's sync before an acknowledgement
-(:func:`sitemap_crawl.queue.files.sync_files`) reports it.
+(:func:`sitemap_crawl.queue.files.sync_files`) reports it; the crawl keeps every file's
+failure (:func:`feed_write_failures`), as a batch's file (``FEED_EXPORT_BATCH_ITEM_COUNT``)
+is closed when the next batch starts, before the sync could see it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 from typing import IO, Any
+from weakref import WeakKeyDictionary
 
+from scrapy.crawler import Crawler
 from scrapy.extensions.feedexport import FileFeedStorage
 from scrapy.settings import BaseSettings
 
@@ -22,10 +26,23 @@ LOCAL_SCHEMES = ("", "file")
 """The FEED_STORAGES keys of local files (a path, a ``file://`` URI)."""
 
 
+_FAILURES: WeakKeyDictionary[Crawler, list[str]] = WeakKeyDictionary()
+
+
+def feed_write_failures(crawler: Crawler) -> list[str]:
+    """The feed files of ``crawler`` a write to failed, each once (``path: reason``), open or closed."""
+    return _FAILURES.setdefault(crawler, [])
+
+
 class FailureKeepingWriter(io.BufferedWriter):
-    """A buffered binary file that keeps the first OSError of a write or a flush (``write_failure``)."""
+    """A buffered binary file that keeps the first OSError of a write or a flush
+    (``write_failure``), and says so once in ``failures`` (the crawl's list)."""
 
     write_failure: OSError | None = None
+
+    def __init__(self, raw: io.FileIO, failures: list[str] | None = None) -> None:
+        super().__init__(raw)
+        self.failures = failures if failures is not None else []
 
     def write(self, data: Any) -> int:
         try:
@@ -44,17 +61,26 @@ class FailureKeepingWriter(io.BufferedWriter):
     def _keep(self, exc: OSError) -> None:
         if self.write_failure is None:
             self.write_failure = exc
+            self.failures.append(f"{self.name}: {exc.strerror or exc}")
 
 
 class QueueFeedStorage(FileFeedStorage):
     """Scrapy's local file storage, its file a :class:`FailureKeepingWriter`."""
+
+    failures: list[str] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, uri: str, *, feed_options: dict[str, Any] | None = None) -> Any:
+        storage = cls(uri, feed_options=feed_options)
+        storage.failures = feed_write_failures(crawler)
+        return storage
 
     def open(self, spider: Any) -> IO[bytes]:
         path = Path(self.path)
         if not path.parent.exists():
             path.parent.mkdir(parents=True)
         raw = io.FileIO(path, "wb" if self.write_mode == "wb" else "ab")
-        return FailureKeepingWriter(raw)
+        return FailureKeepingWriter(raw, self.failures)
 
 
 def use_queue_feed_storage(settings: BaseSettings) -> None:

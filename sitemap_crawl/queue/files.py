@@ -64,11 +64,18 @@ def _local_feeds(feeds: dict[str, Any], spider: Any) -> list[tuple[str, dict[str
 
 
 def prepare_feeds(feeds: dict[str, Any], spider: Any) -> None:
-    """Before the feeds open: refuse ``-O`` over a file that holds rows (a restarted worker
+    """Before the feeds open: refuse a post-processed feed (its rows cannot be synced to disk
+    before an acknowledgement), and ``-O`` over a file that holds rows (a restarted worker
     would erase the rows of the sites it acknowledged before; ``-o`` appends, and a name
     with ``%(worker)s`` is new for every run), and end a JSON lines file's last line when a
     crash cut it short, so that appended rows start on a line of their own."""
     for uri, options, path in _local_feeds(feeds, spider):
+        if options.get("postprocessing"):
+            raise SpiderArgumentError(
+                f"the feed {uri} of a queue worker cannot be post-processed (postprocessing: a plugin such "
+                "as GzipPlugin holds rows until the feed closes): a site is acknowledged only once its rows "
+                "are on disk; compress the files once the workers are done"
+            )
         if not options.get("overwrite"):
             if str(options.get("format", "")).lower() in LINE_FORMATS and ends_mid_line(path):
                 with path.open("ab") as handle:

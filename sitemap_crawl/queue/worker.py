@@ -59,7 +59,7 @@ from sitemap_crawl.names import (
     QUEUE_TAKEN_OVER_STAT,
 )
 from sitemap_crawl.queue.config import QueueConfig, display_url, is_wrong_type, server_error
-from sitemap_crawl.queue.feed_storage import use_queue_feed_storage
+from sitemap_crawl.queue.feed_storage import feed_write_failures, use_queue_feed_storage
 from sitemap_crawl.queue.files import OutputWriteError, lock_outputs, prepare_feeds, sync_files, tree_files
 from sitemap_crawl.queue.ledger import PageLedger
 from sitemap_crawl.queue.stream import Acknowledgement, Lease, SiteQueue, check_server
@@ -372,6 +372,9 @@ class QueueWorker:
         try:
             while self._to_commit and not self._stopping:
                 batch, self._to_commit = self._to_commit, []
+                failed = feed_write_failures(self.crawler)  # (a batch's file may be closed already)
+                if failed:
+                    raise OutputWriteError(failed[0])
                 await sync_files(feed_files(self.crawler))
                 for mapped in batch:
                     self._send_finished(mapped.lease.homepage, mapped.unreachable, mapped.lease.attempt)
