@@ -463,6 +463,31 @@ def test_a_sitemap_its_index_drops_has_its_pages_removed_once(
         assert db.execute("SELECT count(*) FROM sitemaps WHERE url = ?", (site.url("/b.xml"),)).fetchone() == (0,)
 
 
+def test_an_index_read_in_part_keeps_the_children_it_did_not_get_to(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # the history stored only the children read before the size cap: a child the index had
+    # dropped meanwhile was never reported removed, in that run or any later one
+    children = [f"{{base}}/c{i:02d}.xml" for i in range(40)]
+    routes: dict[str, Any] = {"/robots.txt": robots("{base}/index.xml.gz")}
+    routes |= {f"/c{i:02d}.xml": urlset(f"{{base}}/p{i:02d}") for i in range(40)}
+    routes["/index.xml.gz"] = Route(sitemapindex(*children), gzip_file=True)
+    site = fixture_site(routes)
+    history = tmp_path / "history.sqlite"
+    _run(crawl, site, history)
+    site["/index.xml.gz"] = Route(sitemapindex(*children[:39]), gzip_file=True)  # c39 dropped
+
+    cut = _run(crawl, site, history, SITEMAP_CRAWL_MAX_SIZE=1500)  # the index read in part
+    whole = _run(crawl, site, history)
+    again = _run(crawl, site, history)
+
+    index = dict(_nodes(cut))[site.url("/index.xml.gz")]
+    assert index["error"] == "size limit" and len(index["sub_sitemaps"]) < 39
+    assert cut.pages == []  # (nothing removed from a listing read in part)
+    assert _changes(whole.pages, site.base) == [("/p39", "removed")]
+    assert again.pages == []
+
+
 def test_an_index_that_dropped_a_sitemap_is_in_the_tree_of_a_run_stopped_before_the_sites_end(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
 ) -> None:

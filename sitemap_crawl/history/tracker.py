@@ -269,6 +269,10 @@ class HistoryTracker:
         if partial:
             after.etag = after.last_modified = after.body_hash = None
             pages += [(url, digest, record) for url, (digest, record) in stored.items() if url not in current]
+            if changes.before is not None:  # (an index: the children past the break are kept too)
+                after.children += [
+                    child for child in changes.before.children if same_url_key(child.url) not in changes.listed
+                ]
         changes.to_commit = pages
         changes.pages.clear()  # the rows hold what is exported
         return rows
