@@ -6,16 +6,20 @@ import asyncio
 import fcntl
 import io
 import os
+import subprocess
+import sys
 
 import pytest
 from scrapy.settings import Settings
 
+from sitemap_crawl.audit.process import AUDIT_MODULE
 from sitemap_crawl.config import SettingsReader
 from sitemap_crawl.offload import InlineReader, SitemapReaders, WorkerReader, default_worker_count, usable_cpus
 from sitemap_crawl.parsing import Limits, SitemapReader, parse_sitemap
 from sitemap_crawl.parsing.stream import FileBody
 from sitemap_crawl.parsing.worker import PIPE_SIZE, SPOOL_MIN_SIZE, receive_body, widen_pipe
-from tests.support import CORPUS_DIR
+from sitemap_crawl.parsing.worker_protocol import WORKER_MODULE, encode_frame, job_header
+from tests.support import CORPUS_DIR, urlset
 
 PAGE_COUNT = 5000
 
@@ -226,6 +230,32 @@ def test_a_body_cut_short_on_the_pipe_gives_none(size: int) -> None:
 
 
 @pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
+@pytest.mark.parametrize("module", [WORKER_MODULE, AUDIT_MODULE])
+def test_a_child_process_whose_crawl_process_is_gone_ends_quietly(module: str) -> None:
+    # a kill -9 of the crawl while the child wrote its answers: two BrokenPipeError tracebacks
+    # on the terminal (the second from writing a FAILED frame about the first)
+    body = urlset(*(f"https://example.com/p{i}" for i in range(20_000))).encode()
+    if module == WORKER_MODULE:
+        frames = job_header(1, body, "https://example.com/s.xml", False, Limits(), 100) + body
+    else:
+        facts = ("https://example.com/", "https://example.com/s.xml", "child", 200, "https://example.com/s.xml", "")
+        frames = encode_frame(("open", os.devnull, None, "*", False)) + encode_frame(("response", 1, facts, len(body)))
+        frames += body
+    child = subprocess.Popen(
+        [sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert child.stdout is not None and child.stdin is not None
+    child.stdout.close()  # (as a killed crawl process's end of the pipe)
+    try:
+        child.stdin.write(frames)
+        child.stdin.close()
+    except BrokenPipeError:
+        pass
+    assert child.stderr is not None
+    err = child.stderr.read().decode()
+    assert (child.wait(timeout=60), err) == (0, "")
+
+
 def test_worker_pipes_are_widened() -> None:
     read_end, write_end = os.pipe()
     try:

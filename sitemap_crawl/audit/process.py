@@ -20,6 +20,7 @@ the process's memory does not grow with it.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import traceback
 from typing import Any, BinaryIO
@@ -91,7 +92,10 @@ def main(argv: list[Any] | None = None) -> None:
     gc.freeze()
     gc.set_threshold(50_000, 50, 1_000)  # few cycles here; many short-lived objects
     tune_malloc(CHILD_MMAP_THRESHOLD)  # blocks of 1 MiB and more in their own mappings (sitemap_crawl.memory)
-    serve(sys.stdin.buffer, sys.stdout.buffer)
+    try:
+        serve(sys.stdin.buffer, sys.stdout.buffer)
+    except BrokenPipeError:  # the crawl process is gone (killed): nothing to say, nobody to say it to
+        os._exit(0)
 
 
 if __name__ == "__main__":

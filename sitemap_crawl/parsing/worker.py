@@ -134,6 +134,14 @@ def main() -> None:
     sink = sys.stdout.buffer
     for stream in (source, sink):
         widen_pipe(stream.fileno())
+    try:
+        serve(source, sink)
+    except BrokenPipeError:  # the crawl process is gone (killed): nothing to say, nobody to say it to
+        os._exit(0)
+
+
+def serve(source: BinaryIO, sink: BinaryIO) -> None:
+    """Parse the jobs read from ``source`` until it closes, the answers to ``sink``."""
     while True:
         header = read_frame(source)
         if header is None:
@@ -146,6 +154,8 @@ def main() -> None:
         del header
         try:
             run_job(job, sink)
+        except BrokenPipeError:
+            raise
         except Exception as exc:  # a parser bug must not kill the crawl: report it
             write_frame(sink, (FAILED, job_id, f"{type(exc).__name__}: {exc}"))
             sink.flush()
