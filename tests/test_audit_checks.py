@@ -304,14 +304,32 @@ def test_gzip_past_the_crawls_layers_or_broken_is_one_invalid_document() -> None
 
 def test_text_sitemap_location_and_duplicates() -> None:
     body = b"https://example.com/dir/a\nhttps://example.com/dir/a\n/rel\n"
-    assert findings_of(body, "https://example.com/dir/sitemap.txt") == ["duplicate-in-sitemap", "relative-url"]
+    assert findings_of(body, "https://example.com/dir/sitemap.txt") == ["relative-url", "duplicate-in-sitemap"]
+
+
+def test_a_text_line_the_crawl_reads_no_page_from_is_one_finding_and_no_page() -> None:
+    # such a line was a page for the audit (counted, checked for other-host, duplicates)
+    # while the crawl read none from it: a repeated comment was a duplicate-in-sitemap
+    audit = SiteAudit("https://example.com/", now=NOW)
+    body = (
+        b"# made by hand\n# made by hand\nhttps://example.com/dir/a\nhttp://example.com:80 /b\nhttp://.example.com/c\n"
+    )
+    found = [(f.rule, f.url) for f in audit.audit_sitemap(body, "https://example.com/dir/sitemap.txt")]
+    assert found == [
+        ("relative-url", "# made by hand"),
+        ("relative-url", "# made by hand"),
+        ("unescaped-url", "http://example.com:80 /b"),
+        ("unescaped-url", "http://.example.com/c"),
+    ]
+    assert audit.sitemap_pages == {"https://example.com/dir/sitemap.txt": 1}
 
 
 def test_a_relative_url_detail_fits_a_text_sitemap_too() -> None:
     # it said "<loc># made by X</loc> has no scheme and host" of a text sitemap's line
     found = SiteAudit(None, now=NOW).audit_sitemap(b"# made by X\n", "https://example.com/dir/sitemap.txt")
     assert [(f.rule, f.detail) for f in found] == [
-        ("relative-url", "'# made by X' is not an absolute URL (no scheme and host)")
+        ("relative-url", "'# made by X' is not an absolute URL (no scheme and host)"),
+        ("empty-sitemap", "a text sitemap with no URL"),  # (no page: the crawl reads none either)
     ]
 
 
@@ -515,8 +533,9 @@ BROKEN_HOST = "https://[example.com/dir/b"  # urlsplit: "Invalid IPv6 URL"
 def test_a_loc_that_is_no_url_is_a_finding_and_the_next_are_checked(body: bytes, where: str) -> None:
     # urlsplit raises on an unbalanced bracket: that raised out of the audit of the whole sitemap
     found = [(f.rule, f.url, f.detail) for f in SiteAudit(None, now=NOW).audit_sitemap(body, where)]
+    unread = ": the crawl reads no page from this line" if where.endswith(".txt") else ""
     assert found == [
-        ("unescaped-url", BROKEN_HOST, "not a URL: Invalid IPv6 URL"),
+        ("unescaped-url", BROKEN_HOST, f"not a URL: Invalid IPv6 URL{unread}"),
         ("url-fragment", "https://example.com/dir/a#x", "fragment #x"),
     ]
 

@@ -32,6 +32,7 @@ from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_last
 from sitemap_crawl.parsing.fields import child_sitemap_url
 from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body
+from sitemap_crawl.parsing.text import page_from_line
 from sitemap_crawl.parsing.xml.input import is_utf8
 
 SITE_PAGE_LIMIT = 5_000_000
@@ -572,6 +573,23 @@ class SiteAudit:
         if news > rules.MAX_NEWS_URLS:
             yield self.finding(rules.TOO_MANY_NEWS, sitemap_url, None, f"{news:,} news URLs")
 
+    def _not_pages(
+        self, lines: list[str], pages: set[str], sitemap_url: str, place: SitemapPlace, cross_hosts: frozenset[str]
+    ) -> Iterator[Finding]:
+        """The lines of a text sitemap that are no page for the crawl: a line that starts as an
+        http(s) URL but is none (``http://h .test/x``, ``http://.h.test/``: its host cannot be
+        one) is ``unescaped-url``; any other (a comment, a relative path) gets its location
+        findings (``relative-url``)."""
+        for line in lines:
+            if line in pages:
+                continue
+            if line[:8].lower().startswith(("http://", "https://")):
+                said = next((detail for rule, detail in check_url(line, place) if rule is rules.UNESCAPED_URL), None)
+                detail = f"{said or 'not a URL (its host cannot be one)'}: the crawl reads no page from this line"
+                yield self.finding(rules.UNESCAPED_URL, sitemap_url, line, detail)
+            else:
+                yield from self._location(line, place, cross_hosts)
+
     def _text_sitemap(
         self, body: Body, sitemap_url: str, place: SitemapPlace, cross_hosts: frozenset[str]
     ) -> Iterator[Finding]:
@@ -583,7 +601,10 @@ class SiteAudit:
         lastmods = LastmodSummary(self.months)  # (a text sitemap has none)
         facts = SitemapFacts()
         count = 0
-        for locs in text_lines(body, facts):
+        for lines in text_lines(body, facts):
+            locs = [line for line in lines if page_from_line(line.encode("utf-8", "surrogateescape"), sitemap_url)]
+            if len(locs) != len(lines):  # lines the crawl reads no page from: a finding each, not pages
+                yield from self._not_pages(lines, set(locs), sitemap_url, place, cross_hosts)
             count += len(locs)
             yield from self._pages(list(map(RawEntry, locs)), place, cross_hosts, listing, robots, lastmods)
         self.sitemap_pages[sitemap_url] = count
