@@ -443,6 +443,28 @@ def test_with_the_audit_every_sitemap_is_read_again_and_audited_alike(
     assert findings.read_text("utf-8") == first_findings
 
 
+def test_a_304_to_a_request_without_validators_is_an_http_error(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # with the audit on the requests carry no validators; a server answering 304 all the same
+    # had the sitemap "unchanged", not audited, and nothing said so
+    site = _site(fixture_site)
+    history = tmp_path / "history.sqlite"
+    findings = tmp_path / "findings.jsonl"
+    _run(crawl, site, history, SITEMAP_CRAWL_AUDIT_FILE=str(findings))
+    site["/b.xml"] = Route("", status=304)
+
+    second = _run(crawl, site, history, SITEMAP_CRAWL_AUDIT_FILE=str(findings))
+
+    b = dict(_nodes(second))[site.url("/b.xml")]
+    assert (b["kind"], b["error"]) == ("invalid", "HTTP 304")
+    assert "sitemap_crawl/history/not_modified" not in second.stats
+    found = [json.loads(line) for line in findings.read_text("utf-8").splitlines()]
+    assert [(f["rule"], f["sitemap_url"], f["detail"]) for f in found if f["rule"] == "http-error"] == [
+        ("http-error", site.url("/b.xml"), "HTTP 304")
+    ]
+
+
 def test_a_sitemap_its_index_drops_has_its_pages_removed_once(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
 ) -> None:

@@ -9,6 +9,7 @@ import re
 from collections import Counter
 from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
+from http import HTTPStatus
 from itertools import repeat
 from operator import attrgetter, is_, itemgetter
 from urllib.parse import urljoin, urlsplit
@@ -232,7 +233,7 @@ class SiteAudit:
         ``sitemap-disallowed`` (its host's robots.txt, when read with a user agent) and
         ``known-path-only`` (``known_path``: found at a well-known path; one that answers
         an HTTP error is only a probe that found nothing, not a finding)."""
-        if status >= 400:
+        if status >= 400 or status == HTTPStatus.NOT_MODIFIED:  # (a 304 to a request without validators)
             if not known_path:  # a well-known path that is not there is no fault of the site
                 if final_url != url:
                     yield self.finding(rules.HTTP_ERROR, url, final_url, f"HTTP {status} at {final_url} (redirected)")

@@ -11,6 +11,7 @@ import contextlib
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from http import HTTPStatus
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
@@ -124,7 +125,7 @@ class CrawlAudit:
         if role == ROBOTS and 400 <= status < 500:
             yield from audit.audit_robots_missing(url, final_url, status)  # (a 5xx is an http-error)
             return
-        if status >= 400:
+        if status >= 400 or status == HTTPStatus.NOT_MODIFIED:  # (a 304 the crawl did not ask for: no body)
             yield from audit.audit_fetch(url, final_url, status, known_path=role == KNOWN)
             return
         if role == ROBOTS:

@@ -34,6 +34,7 @@ from sitemap_crawl.audit.crawl_audit import FINDINGS_OUTPUT, REPORT_OUTPUT, Outp
 from sitemap_crawl.audit.process import AUDIT_MODULE, CALL, DONE, FINISH, OPEN, OUTPUT_FAILED, RESPONSE
 from sitemap_crawl.discovery.rules import KNOWN, ROBOTS
 from sitemap_crawl.discovery.site import Visit
+from sitemap_crawl.history.conditional import asked_conditionally
 from sitemap_crawl.items import NodeReport
 from sitemap_crawl.kinds import ErrorReason, NodeKind, is_download_failure
 from sitemap_crawl.names import (
@@ -159,8 +160,8 @@ class SitemapAuditExtension:
 
     def _response(self, response: Response, visit: Visit, left_out: bool, **_kwargs: Any) -> None:
         """A response the spider handled (``left_out``: a redirect it does not follow)."""
-        if response.status == HTTPStatus.NOT_MODIFIED:
-            return  # (a 304 has no body to audit: its empty one was an empty-sitemap)
+        if response.status == HTTPStatus.NOT_MODIFIED and asked_conditionally(response.request):
+            return  # (a 304 has no body to audit: its empty one was an empty-sitemap; one not asked for is an error)
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
         encoding = str(response.meta.get(AUDIT_ENCODING_META_KEY, ""))
         # answered from another URL only after a redirect (Scrapy escapes a URL it requests:

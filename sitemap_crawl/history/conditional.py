@@ -36,3 +36,12 @@ class ConditionalHeadersMiddleware:
         else:
             for name in headers:
                 request.headers.pop(name, None)
+
+
+VALIDATOR_HEADERS = (b"If-None-Match", b"If-Modified-Since")
+
+
+def asked_conditionally(request: Request | None) -> bool:
+    """Whether ``request`` carried a validator: only then does a 304 say "not modified" (one
+    to a request without is an HTTP error: a history run with the audit on asks without)."""
+    return request is not None and any(name in request.headers for name in VALIDATOR_HEADERS)

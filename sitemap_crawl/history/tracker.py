@@ -34,6 +34,7 @@ from scrapy.http import Response
 
 from sitemap_crawl.codec import page_from_dict
 from sitemap_crawl.feed_files import flush_feed_files
+from sitemap_crawl.history.conditional import asked_conditionally
 from sitemap_crawl.history.diff import REMOVED, diff_pages
 from sitemap_crawl.history.store import HistoryStore, SitemapState
 from sitemap_crawl.items import SitemapPage, SitemapRef
@@ -216,6 +217,8 @@ class HistoryTracker:
         if state is None or state.body_hash is None:
             return None
         if response.status == NOT_MODIFIED:
+            if not asked_conditionally(response.request):
+                return None  # (a 304 to a request with no validators says nothing: an HTTP error)
             self._inc("not_modified")
             self._inc("unchanged")
             return state
