@@ -666,6 +666,10 @@ def test_a_journal_that_cannot_be_written_is_said_once_and_the_loader_goes_on(
     journal = [record for record in caplog.records if "sitemap loader's journal" in record.getMessage()]
     assert len(journal) == 1 and journal[0].levelname == "ERROR"
     assert "File too large" in journal[0].getMessage()
+    snapshots = [
+        record for record in caplog.records if "Could not save the sitemap loader state" in record.getMessage()
+    ]
+    assert len(snapshots) == 1  # (it was one a snapshot: each sitemap's end, every few seconds)
 
 
 def test_a_log_interval_of_0_logs_the_last_progress_line_only(caplog: pytest.LogCaptureFixture) -> None:

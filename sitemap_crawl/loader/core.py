@@ -199,6 +199,8 @@ class SitemapRequestLoader:
         self.log_interval = log_interval
         self._store = StateStore(persist_dir, state_name) if persist_dir else None
         self._journal_failed = False
+        self._save_failed = False
+        """The last snapshot could not be saved (its ERROR line is written once, until one is)."""
         """The last write to the journal failed (its ERROR line is written once, until one succeeds)."""
 
         # the state: which sitemaps wait, are read or being read is the discovery's (one
@@ -769,7 +771,18 @@ class SitemapRequestLoader:
         try:
             self._store.save(state, pages, self._discovery.seen_under_robots())
         except OSError as exc:
-            logger.error("Could not save the sitemap loader state in %s: %s", self._store.directory, exc)
+            if not self._save_failed:  # (once, until a snapshot is saved again)
+                self._save_failed = True
+                logger.error(
+                    "Could not save the sitemap loader state in %s: %s (the last snapshot saved stays in "
+                    "place; after a crash, the pages handled since it may be visited again)",
+                    self._store.directory,
+                    exc,
+                )
+            return
+        if self._save_failed:
+            self._save_failed = False
+            logger.info("The sitemap loader state is saved in %s again", self._store.directory)
 
     def _log_progress(self, force: bool = False) -> None:
         """A progress line every ``log_interval`` seconds (none when it is 0 or less, as
