@@ -5,6 +5,7 @@ The defaults themselves are :mod:`sitemap_crawl.default_settings`.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from typing import Any
@@ -237,7 +238,12 @@ class SettingsReader:
         (or a value that is neither a list of strings nor a comma-separated string)."""
         name = "SITEMAP_CRAWL_KNOWN_PATHS"
         value = self._get(name)
-        if isinstance(value, str):
+        if isinstance(value, str) and value.lstrip().startswith("["):  # JSON, as Scrapy reads its dict settings
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise SettingError(f"{name} is not a JSON list of paths: {value!r}") from None
+        elif isinstance(value, str):
             value = value.split(",")
         if not isinstance(value, list | tuple) or not all(isinstance(path, str) for path in value):
             raise SettingError(f"{name} must be a list of paths or a comma-separated string, not {value!r}")

@@ -105,6 +105,15 @@ def test_an_unknown_known_paths_mode_is_refused_by_check() -> None:
     assert SettingsReader(Settings({"SITEMAP_CRAWL_KNOWN_PATHS_MODE": " Fallback"})).known_paths_mode == "fallback"
 
 
+def test_known_paths_may_be_a_json_list() -> None:
+    # -s SITEMAP_CRAWL_KNOWN_PATHS='["sitemap.xml"]' probed the path /["sitemap.xml"]
+    reader = SettingsReader(Settings({"SITEMAP_CRAWL_KNOWN_PATHS": ' ["sitemap.xml", "maps/a,b.xml"]'}))
+    assert reader.known_paths == ["sitemap.xml", "maps/a,b.xml"]
+    for bad in ('["sitemap.xml"', "[1, 2]"):
+        with pytest.raises(SettingError, match="SITEMAP_CRAWL_KNOWN_PATHS"):
+            SettingsReader(Settings({"SITEMAP_CRAWL_KNOWN_PATHS": bad})).check()
+
+
 @pytest.mark.parametrize("value", ["sitemap.xml,http://[::1", ["sitemap.xml", "ftp://host/a.xml"], "http://h:99999/a"])
 def test_a_known_path_that_makes_no_url_is_refused_by_check(value: object) -> None:
     # (it was a traceback at the start of the crawl, nothing mapped, exit 0)
