@@ -280,6 +280,34 @@ def test_the_warning_of_a_file_without_homepages_is_said_once_and_only_then(craw
     assert "Sites: 0 mapped" in empty.log
 
 
+def test_each_sites_pages_keep_the_document_order_among_many_sites(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # a sitemap ended (its turn passed to the next) once its last batch was yielded, not once
+    # it was through the item pipelines: with many sites' items processed at once, the next
+    # sitemap's batch could pass it (c7 c10 c8 c9 in a probe's feed)
+    routes: dict[str, RouteLike] = {}
+    homepages = tmp_path / "sites.txt"
+    names = [f"o{n:03d}.test" for n in range(200)]
+    for name in names:
+        base = host(name)
+        routes[f"//{name}/robots.txt"] = robots(f"{base}/idx.xml")
+        routes[f"//{name}/idx.xml"] = sitemapindex(*(f"{base}/c{k}.xml" for k in range(20)))
+        for k in range(20):
+            pages = urlset(*(f"{base}/c{k}/p{i}" for i in range(5)))
+            routes[f"//{name}/c{k}.xml"] = Route(pages, delay=1.0 if k in (0, 7) else 0.05)
+    site = fixture_site(routes)
+    homepages.write_text("".join(f"http://{name}:{site.port}/\n" for name in names))
+    settings = {"TWISTED_DNS_RESOLVER": SETTINGS["TWISTED_DNS_RESOLVER"], "SITEMAP_CRAWL_PROCESSES": 1}
+    result = crawl({"homepages_file": str(homepages), "use_known_paths": False}, settings=settings).assert_ok()
+    by_site: dict[str, list[str]] = {}
+    for row in result.pages:
+        by_site.setdefault(row["website"], []).append(row["url"].split("/")[3])
+    expected = [f"c{k}" for k in range(20) for _page in range(5)]
+    assert {website: urls for website, urls in by_site.items() if urls != expected} == {}
+    assert len(by_site) == len(names)
+
+
 def sites_of_page_sitemaps(
     fixture_site: SiteFactory, tmp_path: Path, sites: int, maps: int, pages: int, delay: float = 0.0
 ) -> Path:

@@ -6,7 +6,10 @@ a small sitemap listed second came out before those of the first. So a downloade
 waits, before its body is parsed, until no sitemap of its site that comes before it in the
 tree is still waiting or in flight (:meth:`SiteDiscovery.is_first
 <sitemap_crawl.discovery.site.SiteDiscovery.is_first>`); it is then parsed and yields its
-pages while the ones after it wait in turn (downloaded, not parsed). Rows inside one
+pages while the ones after it wait in turn (downloaded, not parsed), and it ends, giving the
+next its turn, once its last pages are through the item pipelines (Scrapy processes the
+items of several responses at once: with many sites, the next sitemap's first batch passed
+this one's last). Rows inside one
 sitemap were always in document order. A site's sitemaps are so parsed one after the
 other; the crawl process, which exports every page, was the bound of a site's speed
 already (one parse worker keeps up with it).

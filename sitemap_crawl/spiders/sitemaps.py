@@ -1024,15 +1024,15 @@ class SitemapsSpider(Spider):
                     if changes is not None:
                         changes.add_listed(entry)
                     child_index = self._declare_child(discovery, visit, reader.kind, entry, child_index, lineage)
-        if not self.batch_size:
-            # a page an item: Scrapy processes several at once, so the next sitemap's first
-            # pages could pass this one's last: it ends once they are through (document order)
-            await window.wait_until_empty()
         self.pages_read += page_count
         if dropped:
             self.crawler.stats.inc_value(SINCE_PAGES_DROPPED_STAT, dropped)
         if batch:
             yield await self._batches.admit(PageBatch(visit.url, visit.path, batch, website), window)
+        # Scrapy processes the items of several responses at once, in any order: the next
+        # sitemap of the site (its turn comes when this one ends) could pass this one's last
+        # pages. It ends once they are through the item pipelines (document order)
+        await window.wait_until_empty()
         if reader.kind == INVALID:
             # found not to be one while read (a robots.txt that is an HTML page, nothing within
             # the size cap): it failed, and its stored state stays as it was
