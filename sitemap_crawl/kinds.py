@@ -59,9 +59,11 @@ DOWNLOAD_FAILURES = frozenset(
         ErrorReason.DNS_LOOKUP_FAILED,
         ErrorReason.CONNECTION_REFUSED,
         ErrorReason.CONNECTION_ERROR,
+        ErrorReason.SIZE_LIMIT,
     }
 )
-"""Reasons of a download that brought no answer to read (besides ``download error: ...``)."""
+"""Reasons of a download that brought no answer to read (besides ``download error: ...``; a
+``size limit``: a body over DOWNLOAD_MAXSIZE or the size cap, dropped unread)."""
 DOWNLOAD_ERROR_PREFIX = "download error: "
 """``download error: <exception type>``: any other download failure (a body that is not what its
 Content-Encoding says: ``download error: the body is not what its Content-Encoding says (zlib.error)``)."""

@@ -324,6 +324,12 @@ def test_a_text_line_the_crawl_reads_no_page_from_is_one_finding_and_no_page() -
     assert audit.sitemap_pages == {"https://example.com/dir/sitemap.txt": 1}
 
 
+def test_text_lines_the_crawl_skips_for_their_length_are_one_finding() -> None:
+    body = b"https://example.com/dir/a\n" + b"https://example.com/dir/" + b"x" * 70_000 + b"\n"
+    found = [(f.rule, f.url, f.detail) for f in SiteAudit(None, now=NOW).audit_sitemap(body, SITEMAP)]
+    assert found == [("url-too-long", None, "1 line(s) of more than 65,536 characters: the crawl skips them")]
+
+
 def test_a_relative_url_detail_fits_a_text_sitemap_too() -> None:
     # it said "<loc># made by X</loc> has no scheme and host" of a text sitemap's line
     found = SiteAudit(None, now=NOW).audit_sitemap(b"# made by X\n", "https://example.com/dir/sitemap.txt")
@@ -353,6 +359,19 @@ def test_robots_disallow_for_the_user_agent() -> None:
     assert not RobotsRules(b"User-agent: mybot\nDisallow: /private/\n", "other").disallows(
         "https://example.com/private/x"
     )
+
+
+def test_robots_rules_are_read_from_the_first_500_kib() -> None:
+    # a robots.txt of a million rules: minutes and half a GiB in the audit process
+    many = b"".join(b"Disallow: /rule-%d/\n" % i for i in range(60_000))  # about 1.2 MB
+    body = b"User-agent: *\nDisallow: /first/\n" + many + b"Disallow: /last/\nSitemap: https://example.com/s.xml\n"
+    robots = RobotsRules(body, "*")
+    assert robots.disallows("https://example.com/first/a") and robots.disallows("https://example.com/rule-20/")
+    assert not robots.disallows("https://example.com/last/a")  # (past 500 KiB, as Google reads it)
+    assert robots.prefixes is not None and len(robots.prefixes) < 30_000
+    audit = SiteAudit(None, now=NOW)
+    list(audit.audit_robots(body, "https://example.com/robots.txt", "*"))
+    assert audit.declared == {"https://example.com/s.xml"}  # (Sitemap: lines from all of it)
 
 
 CAFE_UTF8 = urlset(url("https://example.com/dir/caf%C3%A9", "<lastmod>2024-05-01</lastmod><!-- café -->"))

@@ -204,6 +204,17 @@ def test_an_example_of_a_whole_document_names_its_sitemap_once() -> None:
     assert examples == [f"{sitemap}: no entry", f"{SITE}a#x in {sitemap}: fragment #x"]
 
 
+def test_an_example_shows_the_start_of_a_very_long_url() -> None:
+    # a hostile 50 MB <loc> made a 115 MB report ("light", with aggregates only)
+    long = f"{SITE}{'x' * 5_000_000}"
+    report = Report()
+    report.add_finding(Finding(SITE, f"{SITE}map.xml", long, "url-too-long", "error", "5,000,025 characters"))
+    html = report.render()
+    assert len(html) < 100_000
+    example = lxml.html.fromstring(html).xpath("string(//details[@class='examples']//li)")
+    assert example.startswith(long[:300] + f"… ({len(long):,} characters) in ")
+
+
 def test_control_characters_of_a_sitemap_are_shown_escaped() -> None:
     # they were copied raw into the page (HTML forbids them in text), a lone surrogate too
     odd = "https://example.com/a\x00b\x1b[31m\x7f\x85\ud800.txt"

@@ -16,7 +16,7 @@ from sitemap_crawl.audit import scan as scan_module
 from sitemap_crawl.audit.auditor import SiteAudit
 from sitemap_crawl.audit.scan import SitemapFacts, scan, text_lines
 from sitemap_crawl.parsing import parse_sitemap
-from sitemap_crawl.parsing.text import escaped_bytes
+from sitemap_crawl.parsing.text import MAX_LINE_LENGTH, escaped_bytes
 
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
 FEED_URL = "https://example.com/feed.xml"
@@ -118,6 +118,20 @@ def test_text_lines_are_the_lines_of_the_whole_body(
     read = [line for batch in text_lines(text.encode(), facts) for line in batch]
     assert read == [line.strip() for line in re.split("\r\n|\r|\n", text) if line.strip()]
     assert (facts.bad_utf8, facts.error, facts.size) == (None, None, len(text.encode()))
+
+
+@pytest.mark.parametrize("ending", ["", "\n"])
+def test_a_text_line_over_the_crawls_limit_is_counted_not_read(ending: str) -> None:
+    # the line read so far was split again at every 64 KiB piece: a 64 MiB line without a
+    # break took minutes (the crawl skips a line over 64 KiB); it was then a 64 MiB finding
+    long = "x" * (MAX_LINE_LENGTH + 1)
+    body = f"https://example.com/a\n{long}\r\nhttps://example.com/b\n{'y' * (12 << 20)}{ending}".encode()
+    facts = SitemapFacts()
+    read = [line for batch in text_lines(body, facts) for line in batch]
+    assert read == ["https://example.com/a", "https://example.com/b"]
+    assert facts.long_lines == 2
+    exactly = f"https://example.com/{'z' * (MAX_LINE_LENGTH - 20)}"  # at the limit: read
+    assert [line for batch in text_lines(exactly.encode(), SitemapFacts()) for line in batch] == [exactly]
 
 
 @pytest.mark.parametrize("chunk_size", [5, 64, 1 << 16])

@@ -491,6 +491,25 @@ def test_a_finding_known_at_the_sites_end_is_counted_on_its_hidden_node(
     assert len(hidden) == 1 and "hreflang-not-reciprocal" in hidden[0].text_content()
 
 
+def test_a_sitemap_refused_for_its_size_is_a_finding(
+    fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
+) -> None:
+    # a download over DOWNLOAD_MAXSIZE (the tree: invalid, size limit) gave no finding at all
+    site = fixture_site(
+        {
+            "/robots.txt": robots("{base}/big.xml", "{base}/small.xml"),
+            "/big.xml": urlset(*(f"{{base}}/p{i}" for i in range(2000))),
+            "/small.xml": urlset("{base}/a"),
+        }
+    )
+    audit_file = tmp_path / "findings.jsonl"
+    settings = {**FAST, "SITEMAP_CRAWL_AUDIT_FILE": str(audit_file), "DOWNLOAD_MAXSIZE": 20_000}
+    result = crawl({"homepage": site.base, "use_known_paths": False}, settings=settings).assert_ok()
+    assert ("invalid", "size limit") in [(node["kind"], node["error"]) for _depth, node in result.walk()]
+    found = [(f["rule"], f["sitemap_url"], f["detail"]) for f in read_findings(audit_file)]
+    assert found == [("download-failed", site.url("/big.xml"), "size limit")]
+
+
 def test_a_download_that_failed_after_a_redirect_is_a_finding_naming_where(
     fixture_site: SiteFactory, crawl: CrawlRunner, tmp_path: Path
 ) -> None:

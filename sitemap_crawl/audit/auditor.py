@@ -33,7 +33,7 @@ from sitemap_crawl.audit.values import LastmodSummary, check_entries, check_last
 from sitemap_crawl.parsing.fields import child_sitemap_url
 from sitemap_crawl.parsing.hashset import HashSet, url_hash
 from sitemap_crawl.parsing.stream import GZIP_MAGIC, Body
-from sitemap_crawl.parsing.text import page_from_line
+from sitemap_crawl.parsing.text import MAX_LINE_LENGTH, page_from_line
 from sitemap_crawl.parsing.xml.input import is_utf8
 
 SITE_PAGE_LIMIT = 5_000_000
@@ -609,6 +609,9 @@ class SiteAudit:
             count += len(locs)
             yield from self._pages(list(map(RawEntry, locs)), place, cross_hosts, listing, robots, lastmods)
         self.sitemap_pages[sitemap_url] = count
+        if facts.long_lines:
+            detail = f"{facts.long_lines:,} line(s) of more than {MAX_LINE_LENGTH:,} characters: the crawl skips them"
+            yield self.finding(rules.URL_TOO_LONG, sitemap_url, None, detail)
         if count == 0 and facts.error is None and not facts.cut:
             what = "an empty body" if facts.size == 0 else "a text sitemap with no URL"
             yield self.finding(rules.EMPTY_SITEMAP, sitemap_url, None, what)

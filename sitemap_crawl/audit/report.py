@@ -201,11 +201,19 @@ def _rule_table(counts: Counter[str], table_id: str | None = None) -> str:
     return f"<table class='rules'{table_id}>{head}{''.join(rows)}</table>"
 
 
+EXAMPLE_URL_LENGTH = 300
+"""Characters of a URL an example shows (a hostile <loc> of 50 MB made a 115 MB report)."""
+
+
 def _example(finding: Finding) -> str:
     """Where a finding is: the page or child in its sitemap, or the sitemap alone (a finding
     of the whole document, whose url is null)."""
-    where = f"<code>{html_text(finding.sitemap_url)}</code>"
-    return where if finding.url is None else f"<code>{html_text(finding.url)}</code> in {where}"
+    where = f"<code>{html_text(_shortened(finding.sitemap_url))}</code>"
+    return where if finding.url is None else f"<code>{html_text(_shortened(finding.url))}</code> in {where}"
+
+
+def _shortened(url: str) -> str:
+    return url if len(url) <= EXAMPLE_URL_LENGTH else f"{url[:EXAMPLE_URL_LENGTH]}… ({len(url):,} characters)"
 
 
 def _site_section(summary: SiteSummary) -> str:
@@ -216,7 +224,7 @@ def _site_section(summary: SiteSummary) -> str:
     if summary.counts:
         parts.append(f"<h3>Findings by rule</h3>{_rule_table(summary.counts)}")
     for rule_id, examples in summary.examples.items():
-        items = "".join(f"<li>{_example(f)}: {html_text(f.detail)}</li>" for f in examples)
+        items = "".join(f"<li>{_example(f)}: {html_text(_shortened(f.detail))}</li>" for f in examples)
         parts.append(f"<details class='examples'><summary>{rule_id}</summary><ul>{items}</ul></details>")
     if summary.tree is None:  # no tree extension: entries per sitemap, flat
         parts.append("<h3>Entries per sitemap</h3><table class='sitemaps'><tr><th>sitemap</th><th>entries</th></tr>")

@@ -163,7 +163,8 @@ DOWNLOAD_FAILED = Rule(
     "download-failed",
     E,
     "discovery",
-    "A sitemap URL, or a site's robots.txt, could not be downloaded (DNS, connection, timeout, redirect limit).",
+    "A sitemap URL, or a site's robots.txt, could not be downloaded (DNS, connection, timeout, redirect limit,"
+    " over the size cap).",
     G,
 )
 REDIRECTED = Rule("redirected", W, "discovery", "A sitemap URL redirects (list the final URL).", G)

@@ -33,7 +33,7 @@ from sitemap_crawl.parsing.stream import (
     leading_text,
     peek,
 )
-from sitemap_crawl.parsing.text import escaped_bytes
+from sitemap_crawl.parsing.text import MAX_LINE_LENGTH, escaped_bytes
 from sitemap_crawl.parsing.xml.document import NO_ROOT, ROOT_SCAN_LIMIT, InputEnd
 from sitemap_crawl.parsing.xml.entities import has_dtd, inline_entity_references
 from sitemap_crawl.parsing.xml.input import declared_encoding, is_utf8, push_parser_chunks, wide_declaration
@@ -92,6 +92,9 @@ class SitemapFacts:
     bad_utf8: int | None = None
     """Offset (in the uncompressed document) of the first byte that is not UTF-8, when
     the document claims UTF-8 (or names no encoding, so UTF-8 by default)."""
+    long_lines: int = 0
+    """Lines of a text sitemap over ``MAX_LINE_LENGTH`` characters: not read (as the crawl
+    skips them), counted."""
     cut: bool = False
     """A gzip body inflated past ``SCAN_LIMIT``: read no further (``too-large`` says so; what
     was read is checked, and what needs the whole document is not judged)."""
@@ -291,6 +294,7 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
     decoder: codecs.IncrementalDecoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0  # of the chunk in the (uncompressed) document
     partial = ""  # the last line read so far: the next chunk may go on with it
+    overlong = False  # that line is over MAX_LINE_LENGTH: not kept (the crawl skips it)
     try:
         for chunk in _chunks(body, facts):
             if offset == 0:
@@ -307,8 +311,24 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
                 decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
                 text = decoder.decode(held + chunk)
             offset += len(chunk)
-            lines = _LINE_BREAK.split(partial + text)
-            partial = lines.pop()  # ended or not, split again with what follows
+            head, *rest = _LINE_BREAK.split(text)  # (the new text only: a line with no break grows)
+            if not overlong and len(partial) + len(head) > MAX_LINE_LENGTH:
+                overlong, partial = True, ""
+            if not overlong:
+                partial += head
+            if not rest:
+                continue  # the line goes on in the next piece
+            lines = [] if overlong else [partial]
+            facts.long_lines += overlong
+            *middle, partial = rest
+            for line in middle:
+                if len(line) > MAX_LINE_LENGTH:
+                    facts.long_lines += 1
+                else:
+                    lines.append(line)
+            overlong = len(partial) > MAX_LINE_LENGTH
+            if overlong:
+                partial = ""
             batch = [line for raw in lines if (line := strip_url_text(raw))]
             if facts.bad_utf8 is not None:
                 batch = [escaped_bytes(line) for line in batch]
@@ -323,7 +343,9 @@ def text_lines(body: Body, facts: SitemapFacts) -> Iterator[list[str]]:
     except UnicodeDecodeError as exc:  # the body ends inside a character
         facts.bad_utf8 = max(0, offset - len(decoder.getstate()[0]) + exc.start)
         partial += decoder.getstate()[0].decode("utf-8", "surrogateescape")
-    if facts.error is None and not facts.cut and (line := strip_url_text(partial)):  # (a cut line is no URL)
+    if overlong or len(partial) > MAX_LINE_LENGTH:
+        facts.long_lines += 1
+    elif facts.error is None and not facts.cut and (line := strip_url_text(partial)):  # (a cut line is no URL)
         yield [escaped_bytes(line) if facts.bad_utf8 is not None else line]
 
 
