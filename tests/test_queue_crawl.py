@@ -591,6 +591,14 @@ def test_a_restarted_worker_keeps_its_findings_and_a_second_one_cannot_share_the
     first.wait(60)
 
 
+def assert_stopped_acknowledging_nothing(result: Any, server: QueueServer, pending: int) -> None:
+    """The worker stopped on an output it could not write, and every site stays pending."""
+    assert result.returncode == 0 and result.stats["finish_reason"] == "output_failed", result.log
+    assert "sitemap_crawl/queue/acknowledged" not in result.stats
+    counts = status(server)
+    assert (counts["done"], counts["in_flight"] + counts["waiting"]) == (0, pending), counts
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full (a device every write to fails)")
 def test_a_worker_that_cannot_write_its_tree_file_acknowledges_no_site_and_stops(
     fixture_site: SiteFactory, crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path
@@ -604,13 +612,10 @@ def test_a_worker_that_cannot_write_its_tree_file_acknowledges_no_site_and_stops
 
     result = worker(crawl, queue_server, "w", tmp_path, SITEMAP_CRAWL_TREE_FILE=str(full)).wait(60)
 
-    assert result.returncode == 0 and result.stats["finish_reason"] == "output_failed"
+    assert_stopped_acknowledging_nothing(result, queue_server, 6)
     assert result.log_count(f"The sitemap tree file {full} could not be written (No space left on device)") == 1
     assert result.log_count("This worker cannot write its output (the tree file") == 1
-    assert "sitemap_crawl/queue/acknowledged" not in result.stats
     assert "Traceback" not in result.log
-    counts = status(queue_server)
-    assert (counts["done"], counts["in_flight"] + counts["waiting"]) == (0, 6), counts
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full (a device every write to fails)")
@@ -631,11 +636,8 @@ def test_a_worker_whose_feed_rows_cannot_be_written_acknowledges_no_site_and_sto
 
     result = worker(crawl, queue_server, "w", tmp_path, feed=full.name).wait(60)
 
-    assert result.returncode == 0 and result.stats["finish_reason"] == "output_failed"
+    assert_stopped_acknowledging_nothing(result, queue_server, 3)
     assert result.log_count(f"This worker cannot write its output ({full}: No space left on device)") == 1
-    assert "sitemap_crawl/queue/acknowledged" not in result.stats
-    counts = status(queue_server)
-    assert (counts["done"], counts["in_flight"] + counts["waiting"]) == (0, 3), counts
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full (a device every write to fails)")
@@ -663,10 +665,8 @@ def test_a_worker_whose_batch_file_could_not_be_written_acknowledges_no_site(
         extra_args=["-o", str(tmp_path / "pages-%(batch_id)d.jsonl")],
     ).wait(60)
 
-    assert result.stats["finish_reason"] == "output_failed", result.log
+    assert_stopped_acknowledging_nothing(result, queue_server, 1)
     assert result.log_count(f"This worker cannot write its output ({tmp_path / 'pages-2.jsonl'}: No space") == 1
-    assert "sitemap_crawl/queue/acknowledged" not in result.stats
-    assert status(queue_server)["done"] == 0
 
 
 def test_a_worker_refuses_a_post_processed_feed(crawl: CrawlRunner, queue_server: QueueServer, tmp_path: Path) -> None:
