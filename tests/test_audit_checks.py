@@ -313,14 +313,20 @@ def test_a_text_line_the_crawl_reads_no_page_from_is_one_finding_and_no_page() -
     audit = SiteAudit("https://example.com/", now=NOW)
     body = (
         b"# made by hand\n# made by hand\nhttps://example.com/dir/a\nhttp://example.com:80 /b\nhttp://.example.com/c\n"
+        b"ftp://example.com/dir/d\nfile:///etc/e\n"
     )
-    found = [(f.rule, f.url) for f in audit.audit_sitemap(body, "https://example.com/dir/sitemap.txt")]
-    assert found == [
+    found = [(f.rule, f.url, f.detail) for f in audit.audit_sitemap(body, "https://example.com/dir/sitemap.txt")]
+    unread = ": the crawl reads no page from this line"
+    assert [(rule, url) for rule, url, _detail in found] == [
         ("relative-url", "# made by hand"),
         ("relative-url", "# made by hand"),
         ("unescaped-url", "http://example.com:80 /b"),
         ("unescaped-url", "http://.example.com/c"),
+        ("mixed-scheme", "ftp://example.com/dir/d"),
+        ("other-host", "file:///etc/e"),
     ]
+    assert all(detail.endswith(unread) for _rule, _url, detail in found)
+    assert found[-2][2] == f"not an http(s) URL (ftp:){unread}"  # (it said "ftp page in an https sitemap")
     assert audit.sitemap_pages == {"https://example.com/dir/sitemap.txt": 1}
 
 
@@ -334,7 +340,10 @@ def test_a_relative_url_detail_fits_a_text_sitemap_too() -> None:
     # it said "<loc># made by X</loc> has no scheme and host" of a text sitemap's line
     found = SiteAudit(None, now=NOW).audit_sitemap(b"# made by X\n", "https://example.com/dir/sitemap.txt")
     assert [(f.rule, f.detail) for f in found] == [
-        ("relative-url", "'# made by X' is not an absolute URL (no scheme and host)"),
+        (
+            "relative-url",
+            "'# made by X' is not an absolute URL (no scheme and host): the crawl reads no page from this line",
+        ),
         ("empty-sitemap", "a text sitemap with no URL"),  # (no page: the crawl reads none either)
     ]
 

@@ -52,6 +52,7 @@ _UNESCAPED = re.compile(r"EntityRef|Entity '[^']*' not defined")
 """libxml2's errors for a bare ``&`` and for an entity XML does not define (``&nbsp;``)."""
 _INVALID_NAMESPACE = re.compile(r"xmlns(?::[^:\s]+)?: '(.*)' is not a valid URI")
 """libxml2's error for a namespace that is no URI (group 1: the namespace)."""
+_NO_HOST = "not a URL (its host cannot be one)"
 _XML_OR_TEXT = ("text/xml", "application/xml", "text/plain")
 
 
@@ -577,19 +578,24 @@ class SiteAudit:
     def _not_pages(
         self, lines: list[str], pages: set[str], sitemap_url: str, place: SitemapPlace, cross_hosts: frozenset[str]
     ) -> Iterator[Finding]:
-        """The lines of a text sitemap that are no page for the crawl: a line that starts as an
-        http(s) URL but is none (``http://h .test/x``, ``http://.h.test/``: its host cannot be
-        one) is ``unescaped-url``; any other (a comment, a relative path) gets its location
-        findings (``relative-url``)."""
+        """The lines of a text sitemap that are no page for the crawl, one finding each, saying
+        so: a line that starts as an http(s) URL but is none (``http://h .test/x``,
+        ``http://.h.test/``: its host cannot be one) is ``unescaped-url``; a comment or a
+        relative path ``relative-url``; a URL of another scheme (``ftp:``, ``file:``) its first
+        location finding (``mixed-scheme`` or ``other-host``)."""
+        unread = ": the crawl reads no page from this line"
         for line in lines:
             if line in pages:
                 continue
             if line[:8].lower().startswith(("http://", "https://")):
                 said = next((detail for rule, detail in check_url(line, place) if rule is rules.UNESCAPED_URL), None)
-                detail = f"{said or 'not a URL (its host cannot be one)'}: the crawl reads no page from this line"
-                yield self.finding(rules.UNESCAPED_URL, sitemap_url, line, detail)
-            else:
-                yield from self._location(line, place, cross_hosts)
+                yield self.finding(rules.UNESCAPED_URL, sitemap_url, line, f"{said or _NO_HOST}{unread}")
+                continue
+            rule, detail = next(check_url(line, place), (rules.RELATIVE_URL, f"{line[:200]!r} is not a URL"))
+            scheme = line.partition(":")[0]
+            if rule is not rules.RELATIVE_URL and scheme.isalpha():
+                detail = f"not an http(s) URL ({scheme.lower()}:)"
+            yield self.finding(rule, sitemap_url, line, f"{detail}{unread}")
 
     def _text_sitemap(
         self, body: Body, sitemap_url: str, place: SitemapPlace, cross_hosts: frozenset[str]
