@@ -74,6 +74,13 @@ def _child_url(index_url: str, loc: str) -> str | None:
         return None
 
 
+def is_error_status(status: int) -> bool:
+    """Whether an HTTP status is an error for the audit: 4xx and 5xx, and a 304, which the
+    crawl gets only when it sent no validator (a history run with the audit on asks without:
+    the answer has no body, nothing to audit)."""
+    return status >= 400 or status == HTTPStatus.NOT_MODIFIED
+
+
 class SiteAudit:
     """The audit of one website: feed it each sitemap body; it yields findings.
 
@@ -234,7 +241,7 @@ class SiteAudit:
         ``sitemap-disallowed`` (its host's robots.txt, when read with a user agent) and
         ``known-path-only`` (``known_path``: found at a well-known path; one that answers
         an HTTP error is only a probe that found nothing, not a finding)."""
-        if status >= 400 or status == HTTPStatus.NOT_MODIFIED:  # (a 304 to a request without validators)
+        if is_error_status(status):
             if not known_path:  # a well-known path that is not there is no fault of the site
                 if final_url != url:
                     yield self.finding(rules.HTTP_ERROR, url, final_url, f"HTTP {status} at {final_url} (redirected)")

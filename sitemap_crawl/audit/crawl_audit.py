@@ -11,14 +11,13 @@ import contextlib
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from http import HTTPStatus
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from sitemap_crawl.atomic_file import write_atomically
-from sitemap_crawl.audit.auditor import SiteAudit
+from sitemap_crawl.audit.auditor import SiteAudit, is_error_status
 from sitemap_crawl.audit.discovery import SitemapDeclarations
 from sitemap_crawl.audit.finding import Finding
 from sitemap_crawl.audit.report import Report
@@ -125,7 +124,7 @@ class CrawlAudit:
         if role == ROBOTS and 400 <= status < 500:
             yield from audit.audit_robots_missing(url, final_url, status)  # (a 5xx is an http-error)
             return
-        if status >= 400 or status == HTTPStatus.NOT_MODIFIED:  # (a 304 the crawl did not ask for: no body)
+        if is_error_status(status):
             yield from audit.audit_fetch(url, final_url, status, known_path=role == KNOWN)
             return
         if role == ROBOTS:

@@ -199,9 +199,9 @@ class SitemapRequestLoader:
         self.log_interval = log_interval
         self._store = StateStore(persist_dir, state_name) if persist_dir else None
         self._journal_failed = False
+        """The last write to the journal failed (its ERROR line is written once, until one succeeds)."""
         self._save_failed = False
         """The last snapshot could not be saved (its ERROR line is written once, until one is)."""
-        """The last write to the journal failed (its ERROR line is written once, until one succeeds)."""
 
         # the state: which sitemaps wait, are read or being read is the discovery's (one
         # sitemap at a time, each URL once per crawl); the pages are the loader's

@@ -3,18 +3,17 @@
 Scrapy's feed exporter catches the error of a row it cannot write (a full disk): it logs it
 and goes on. A batch of rows larger than the file's buffer is written at once, and when that
 write fails nothing of it stays in the buffer: flushing and syncing the file later succeed,
-so the worker acknowledged sites whose rows were never on disk. Here the file keeps the
-first error of a write or a flush, and the worker's sync before an acknowledgement
-(:func:`sitemap_crawl.queue.files.sync_files`) reports it; the crawl keeps every file's
-failure (:func:`feed_write_failures`), as a batch's file (``FEED_EXPORT_BATCH_ITEM_COUNT``)
-is closed when the next batch starts, before the sync could see it.
+so the worker acknowledged sites whose rows were never on disk. Here each file says its
+first failed write or flush once in the crawl's list (:func:`feed_write_failures`), which
+the worker looks at before it syncs the files and acknowledges: kept by the crawl, not the
+file, as a batch's file (``FEED_EXPORT_BATCH_ITEM_COUNT``) is closed when the next batch
+starts.
 """
 
 from __future__ import annotations
 
 import io
-from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 from weakref import WeakKeyDictionary
 
 from scrapy.crawler import Crawler
@@ -40,7 +39,7 @@ class FailureKeepingWriter(io.BufferedWriter):
 
     write_failure: OSError | None = None
 
-    def __init__(self, raw: io.FileIO, failures: list[str] | None = None) -> None:
+    def __init__(self, raw: io.RawIOBase, failures: list[str] | None = None) -> None:
         super().__init__(raw)
         self.failures = failures if failures is not None else []
 
@@ -76,11 +75,8 @@ class QueueFeedStorage(FileFeedStorage):
         return storage
 
     def open(self, spider: Any) -> IO[bytes]:
-        path = Path(self.path)
-        if not path.parent.exists():
-            path.parent.mkdir(parents=True)
-        raw = io.FileIO(path, "wb" if self.write_mode == "wb" else "ab")
-        return FailureKeepingWriter(raw, self.failures)
+        opened = cast(io.BufferedWriter, super().open(spider))  # (Scrapy's: its folder made, its mode)
+        return FailureKeepingWriter(opened.detach(), self.failures)
 
 
 def use_queue_feed_storage(settings: BaseSettings) -> None:

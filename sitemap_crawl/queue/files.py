@@ -120,9 +120,6 @@ async def sync_files(files: list[Any]) -> None:
     :class:`OutputWriteError` when one cannot be written."""
     descriptors = []
     for handle in files:
-        failure = getattr(handle, "write_failure", None)  # (a write that failed before: feed_storage)
-        if failure is not None:
-            raise OutputWriteError(f"{getattr(handle, 'name', handle)}: {failure.strerror or failure}")
         try:
             handle.flush()
             descriptors.append(handle.fileno())
